@@ -1,0 +1,177 @@
+package runtime
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// DefaultMaxParallelism is the number of key groups a job uses when the user
+// does not choose one. It bounds the parallelism the state can ever be
+// rescaled to, and it is fixed for the life of the state.
+const DefaultMaxParallelism = 128
+
+// UpperBoundMaxParallelism is the largest valid maxParallelism. Key groups are
+// stored in two bytes by some backends and formats; 32768 leaves the top bit
+// free.
+const UpperBoundMaxParallelism = 1 << 15
+
+// HashKey returns the stable hash of an encoded key: XXH64 with seed 0 over
+// the key's order-preserving encoding. The same key hashes to the same value
+// in every process, on every machine and in every version of stategen;
+// checkpoints depend on it. Backends may reuse it for their own lookups so
+// that an operation hashes its key once.
+func HashKey(encodedKey []byte) uint64 {
+	return xxhash.Sum64(encodedKey)
+}
+
+// KeyGroupOfHash returns the key group of a key whose HashKey is hash. It does
+// not validate maxParallelism; callers hold a validated value (see
+// ValidateMaxParallelism). It panics on a zero maxParallelism, like an integer
+// division by zero would.
+func KeyGroupOfHash(hash uint64, maxParallelism int) int {
+	return int(hash % uint64(maxParallelism))
+}
+
+// ValidateMaxParallelism reports whether maxParallelism is in
+// [1, UpperBoundMaxParallelism]. The error wraps ErrInvalidParallelism.
+func ValidateMaxParallelism(maxParallelism int) error {
+	if maxParallelism < 1 || maxParallelism > UpperBoundMaxParallelism {
+		return fmt.Errorf("%w: maxParallelism %d is outside [1, %d]",
+			ErrInvalidParallelism, maxParallelism, UpperBoundMaxParallelism)
+	}
+	return nil
+}
+
+// ValidateParallelism reports whether maxParallelism is valid and parallelism
+// is in [1, maxParallelism]. The error wraps ErrInvalidParallelism.
+func ValidateParallelism(maxParallelism, parallelism int) error {
+	if err := ValidateMaxParallelism(maxParallelism); err != nil {
+		return err
+	}
+	if parallelism < 1 || parallelism > maxParallelism {
+		return fmt.Errorf("%w: parallelism %d is outside [1, maxParallelism=%d]",
+			ErrInvalidParallelism, parallelism, maxParallelism)
+	}
+	return nil
+}
+
+// KeyGroupForKey returns the key group of an encoded key:
+// HashKey(encodedKey) mod maxParallelism.
+func KeyGroupForKey(encodedKey []byte, maxParallelism int) (int, error) {
+	if err := ValidateMaxParallelism(maxParallelism); err != nil {
+		return 0, err
+	}
+	return KeyGroupOfHash(HashKey(encodedKey), maxParallelism), nil
+}
+
+// OperatorIndexForKeyGroup returns the index, in [0, parallelism), of the
+// operator instance that owns key group keyGroup:
+// keyGroup * parallelism / maxParallelism.
+func OperatorIndexForKeyGroup(keyGroup, maxParallelism, parallelism int) (int, error) {
+	if err := ValidateParallelism(maxParallelism, parallelism); err != nil {
+		return 0, err
+	}
+	if keyGroup < 0 || keyGroup >= maxParallelism {
+		return 0, fmt.Errorf("%w: key group %d is outside [0, %d)",
+			ErrInvalidKeyGroup, keyGroup, maxParallelism)
+	}
+	return operatorIndex(keyGroup, maxParallelism, parallelism), nil
+}
+
+func operatorIndex(keyGroup, maxParallelism, parallelism int) int {
+	return keyGroup * parallelism / maxParallelism
+}
+
+// OperatorIndexForKey returns the index of the operator instance that owns the
+// state of an encoded key. A router in front of the operators (a Kafka
+// partitioner, an RPC shuffle) uses it to send each record to the instance
+// that holds its key's state.
+func OperatorIndexForKey(encodedKey []byte, maxParallelism, parallelism int) (int, error) {
+	if err := ValidateParallelism(maxParallelism, parallelism); err != nil {
+		return 0, err
+	}
+	kg := KeyGroupOfHash(HashKey(encodedKey), maxParallelism)
+	return operatorIndex(kg, maxParallelism, parallelism), nil
+}
+
+// KeyGroupRange is a contiguous, half-open range of key groups
+// [Start, End). The zero value is the empty range.
+type KeyGroupRange struct {
+	Start int // first key group in the range
+	End   int // one past the last key group in the range
+}
+
+// FullRange returns [0, maxParallelism), the key groups of a job that runs
+// with parallelism 1.
+func FullRange(maxParallelism int) KeyGroupRange {
+	return KeyGroupRange{Start: 0, End: maxParallelism}
+}
+
+// KeyGroupRangeForOperator returns the key groups owned by operator index of
+// parallelism operators: [ceil(index*maxP/p), floor(((index+1)*maxP-1)/p)] in
+// closed form, returned half-open. The ranges of operators 0..p-1 are
+// non-empty, contiguous, ordered and together cover [0, maxP).
+func KeyGroupRangeForOperator(maxParallelism, parallelism, index int) (KeyGroupRange, error) {
+	if err := ValidateParallelism(maxParallelism, parallelism); err != nil {
+		return KeyGroupRange{}, err
+	}
+	if index < 0 || index >= parallelism {
+		return KeyGroupRange{}, fmt.Errorf("%w: operator index %d is outside [0, parallelism=%d)",
+			ErrInvalidParallelism, index, parallelism)
+	}
+	start := (index*maxParallelism + parallelism - 1) / parallelism
+	last := ((index+1)*maxParallelism - 1) / parallelism
+	return KeyGroupRange{Start: start, End: last + 1}, nil
+}
+
+// Len returns the number of key groups in r.
+func (r KeyGroupRange) Len() int {
+	if r.End <= r.Start {
+		return 0
+	}
+	return r.End - r.Start
+}
+
+// Empty reports whether r holds no key group.
+func (r KeyGroupRange) Empty() bool { return r.Len() == 0 }
+
+// Contains reports whether key group kg is in r.
+func (r KeyGroupRange) Contains(kg int) bool { return kg >= r.Start && kg < r.End }
+
+// Intersect returns the key groups in both r and o (possibly empty).
+func (r KeyGroupRange) Intersect(o KeyGroupRange) KeyGroupRange {
+	s := max(r.Start, o.Start)
+	e := min(r.End, o.End)
+	if e <= s {
+		return KeyGroupRange{}
+	}
+	return KeyGroupRange{Start: s, End: e}
+}
+
+// All returns the key groups of r in ascending order.
+func (r KeyGroupRange) All() iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for kg := r.Start; kg < r.End; kg++ {
+			if !yield(kg) {
+				return
+			}
+		}
+	}
+}
+
+// String formats r as "[start, end)".
+func (r KeyGroupRange) String() string { return fmt.Sprintf("[%d, %d)", r.Start, r.End) }
+
+// Validate reports whether r is a non-empty range within [0, maxParallelism).
+func (r KeyGroupRange) Validate(maxParallelism int) error {
+	if err := ValidateMaxParallelism(maxParallelism); err != nil {
+		return err
+	}
+	if r.Start < 0 || r.End > maxParallelism || r.Start >= r.End {
+		return fmt.Errorf("%w: key-group range %v is empty or outside [0, %d)",
+			ErrInvalidKeyGroup, r, maxParallelism)
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kind is the kind of a state: how its entries are addressed and read.
+type Kind uint8
+
+// The four kinds of state. The zero Kind is invalid, so that a forgotten
+// field is caught at registration.
+const (
+	KindValue     Kind = iota + 1 // one value per (key, namespace)
+	KindList                      // an ordered list of values per (key, namespace)
+	KindMap                       // a map of user key to value per (key, namespace)
+	KindSortedMap                 // a Map whose entries are ordered by encoded user key
+)
+
+var kindNames = [...]string{
+	KindValue:     "value",
+	KindList:      "list",
+	KindMap:       "map",
+	KindSortedMap: "sortedmap",
+}
+
+// String returns the kind's name as it appears in checkpoint metadata:
+// "value", "list", "map" or "sortedmap".
+func (k Kind) String() string {
+	if k.Valid() {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Valid reports whether k is one of the four kinds.
+func (k Kind) Valid() bool { return k >= KindValue && k <= KindSortedMap }
+
+// HasUserKey reports whether entries of kind k carry a user key (Map and
+// SortedMap).
+func (k Kind) HasUserKey() bool { return k == KindMap || k == KindSortedMap }
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, error) {
+	for k := KindValue; k <= KindSortedMap; k++ {
+		if kindNames[k] == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown kind %q", ErrInvalidState, s)
+}
+
+// MaxStateNameLen bounds the length of a state name in bytes.
+const MaxStateNameLen = 200
+
+// StateSpec is the byte-level identity of a state: everything a backend and a
+// checkpoint need to know about it, and nothing about Go types. Two specs
+// describe the same state exactly when they are equal.
+type StateSpec struct {
+	// Name is the state's stable name, unique within a store. It is stored in
+	// checkpoints, so renaming a field must not rename the state. Names are
+	// non-empty UTF-8 of at most MaxStateNameLen bytes, and contain no '/',
+	// '\\', NUL or other control character, and are not "." or "..": they
+	// may become file or object names.
+	Name string
+	// Kind is the state's kind.
+	Kind Kind
+	// SubKeyed reports whether entries are addressed by (key, namespace)
+	// rather than by key alone. Keyed states always use the empty namespace.
+	SubKeyed bool
+	// Fingerprint identifies the schema of the state's keys and values. A
+	// restore refuses a state whose fingerprint differs from the registered
+	// one. Generated code derives it from a canonical schema string;
+	// hand-written descriptors choose their own (empty is allowed and is
+	// compared like any other string).
+	Fingerprint string
+}
+
+// Validate reports whether s can be registered. The error wraps
+// ErrInvalidState and names the state.
+func (s StateSpec) Validate() error {
+	if err := ValidateStateName(s.Name); err != nil {
+		return err
+	}
+	if !s.Kind.Valid() {
+		return fmt.Errorf("%w: state %q: invalid kind %v", ErrInvalidState, s.Name, s.Kind)
+	}
+	if !utf8.ValidString(s.Fingerprint) || len(s.Fingerprint) > 1024 {
+		return fmt.Errorf("%w: state %q: fingerprint is not UTF-8 of at most 1024 bytes", ErrInvalidState, s.Name)
+	}
+	return nil
+}
+
+// String formats s for messages: name (kind[, sub-keyed], fingerprint).
+func (s StateSpec) String() string {
+	sub := ""
+	if s.SubKeyed {
+		sub = ", sub-keyed"
+	}
+	return fmt.Sprintf("%q (%v%s, fingerprint %q)", s.Name, s.Kind, sub, s.Fingerprint)
+}
+
+// CheckSame returns nil if registered and requested describe the same state,
+// and otherwise an error wrapping ErrStateMismatch that names the state and
+// both descriptors. Backends call it when a name is registered twice.
+func CheckSame(registered, requested StateSpec) error {
+	if registered == requested {
+		return nil
+	}
+	switch {
+	case registered.Kind != requested.Kind || registered.SubKeyed != requested.SubKeyed:
+		return fmt.Errorf("%w: state %q is %s, requested as %s",
+			ErrStateMismatch, registered.Name, registered, requested)
+	default:
+		return fmt.Errorf("%w: state %q: fingerprint mismatch: registered %q, requested %q",
+			ErrStateMismatch, registered.Name, registered.Fingerprint, requested.Fingerprint)
+	}
+}
+
+// ValidateStateName reports whether name is a valid state name (see
+// StateSpec.Name). The error wraps ErrInvalidState.
+func ValidateStateName(name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: state name %q %s", ErrInvalidState, name, why)
+	}
+	switch {
+	case name == "":
+		return bad("is empty")
+	case len(name) > MaxStateNameLen:
+		return bad(fmt.Sprintf("is longer than %d bytes", MaxStateNameLen))
+	case !utf8.ValidString(name):
+		return bad("is not valid UTF-8")
+	case name == "." || name == "..":
+		return bad("is a relative path element")
+	case strings.ContainsAny(name, `/\`):
+		return bad("contains a path separator")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return bad("contains a control character")
+		}
+	}
+	return nil
+}
+
+// StoreConfig is what every backend needs to know about the job: how many key
+// groups there are and which of them this store owns. Backends embed it in
+// their options.
+type StoreConfig struct {
+	// MaxParallelism is the number of key groups; zero means
+	// DefaultMaxParallelism.
+	MaxParallelism int
+	// KeyGroups is the range of key groups this store owns; the zero value
+	// means all of them.
+	KeyGroups KeyGroupRange
+}
+
+// Normalize applies the defaults and validates c: the result has a valid
+// maxParallelism and a non-empty key-group range inside it.
+func (c StoreConfig) Normalize() (StoreConfig, error) {
+	if c.MaxParallelism == 0 {
+		c.MaxParallelism = DefaultMaxParallelism
+	}
+	if err := ValidateMaxParallelism(c.MaxParallelism); err != nil {
+		return c, err
+	}
+	if c.KeyGroups == (KeyGroupRange{}) {
+		c.KeyGroups = FullRange(c.MaxParallelism)
+	}
+	if err := c.KeyGroups.Validate(c.MaxParallelism); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Key addresses one (key, namespace) of a state. The typed handles build it
+// once per operation: the key is encoded and hashed once, and backends reuse
+// the hash for their own lookups.
+//
+// Backends never retain the slices of a Key (or any other argument) after a
+// call returns: callers may reuse their buffers.
+type Key struct {
+	// Group is the key group of Key: KeyGroupOfHash(Hash, maxParallelism).
+	Group int
+	// Hash is HashKey(Key).
+	Hash uint64
+	// Key is the key's order-preserving encoding.
+	Key []byte
+	// Namespace is the namespace's order-preserving encoding; empty for
+	// keyed states. Namespace does not take part in Group or Hash: all
+	// namespaces of a key live in the key's key group.
+	Namespace []byte
+}
+
+// MakeKey returns the Key of an encoded key and namespace in a job with
+// maxParallelism key groups (which must be valid).
+func MakeKey(key, namespace []byte, maxParallelism int) Key {
+	h := HashKey(key)
+	return Key{Group: KeyGroupOfHash(h, maxParallelism), Hash: h, Key: key, Namespace: namespace}
+}
+
+// Store is the byte-level contract every backend implements (DESIGN.md §3).
+// It holds the states of one operator instance for the key groups it owns.
+// Keys, namespaces and user keys are order-preserving encodings (KeyCodec);
+// values are opaque bytes (ValueCodec). The typed handles of this package
+// sit on top of it.
+//
+// A Store is used by one goroutine, the operator's; only Snapshot views are
+// read from other goroutines. Methods of a closed store return ErrClosed.
+// An operation on a Key whose Group the store does not own returns
+// ErrKeyGroupNotOwned.
+type Store interface {
+	// Config returns the store's maxParallelism and key-group range.
+	Config() StoreConfig
+
+	// Register returns the state named spec.Name, creating it empty if it
+	// does not exist. Registering an existing name again with an identical
+	// spec returns the same state; with a different spec it fails with
+	// ErrStateMismatch. The returned State implements the interface of its
+	// kind: ValueState, ListState, MapState or SortedMapState.
+	Register(spec StateSpec) (State, error)
+
+	// States returns the specs of every registered state (including states
+	// created by Restore), sorted by name.
+	States() []StateSpec
+
+	// Snapshot runs the synchronous phase of a snapshot: it captures an
+	// immutable view of every state in every owned key group, in time
+	// O(states × key groups) or better, never O(entries). The view may be
+	// read from another goroutine while the store keeps changing, and
+	// reflects exactly the writes made before Snapshot returned. The caller
+	// must Release it whatever happens. Several snapshots may be live.
+	Snapshot() (Snapshot, error)
+
+	// Restore loads the entries of every key group that both src and the
+	// store own, registering src's states that are not registered yet. It
+	// fails with ErrMaxParallelismMismatch if src has another
+	// maxParallelism, with ErrStateMismatch if a state of src is registered
+	// with another spec, and with ErrRestoreConflict if a restored key group
+	// already holds entries of a restored state. Restoring the snapshots of
+	// several old instances one after the other is how a store is rescaled.
+	// After an error the store's content is unspecified and it should be
+	// discarded.
+	Restore(src View) error
+
+	// Close releases the store's resources. Live snapshots stay readable
+	// until released. Close is idempotent.
+	Close() error
+}
+
+// State is a registered state. Every state also implements the interface of
+// its kind.
+//
+// Clear, Namespaces and DeleteAll address a whole (key, namespace) or key
+// and work the same way for every kind.
+type State interface {
+	// Spec returns the state's spec.
+	Spec() StateSpec
+	// Clear removes the entry of (k.Key, k.Namespace): a value, a whole list
+	// or a whole map. Clearing an absent entry is not an error.
+	Clear(k Key) error
+	// Namespaces calls fn with the encoded namespace of every non-empty
+	// (k.Key, namespace) of the state, in unspecified order, until fn
+	// returns false; k.Namespace is ignored. A keyed state reports the empty
+	// namespace if the key has an entry. fn must not modify the store; ns is
+	// valid only during the call.
+	Namespaces(k Key, fn func(ns []byte) bool) error
+	// DeleteAll removes every namespace of k.Key; k.Namespace is ignored.
+	DeleteAll(k Key) error
+}
+
+// ValueState holds one value per (key, namespace).
+type ValueState interface {
+	State
+	// Get returns the value of k and whether it exists. The returned slice is
+	// read-only and valid until the next call on the store; callers that
+	// keep it copy it. A stored value may be empty (zero length) and is
+	// still found.
+	Get(k Key) (value []byte, found bool, err error)
+	// Put sets the value of k, replacing any previous value. The store copies
+	// value.
+	Put(k Key, value []byte) error
+}
+
+// ListState holds an ordered list of values per (key, namespace). An empty
+// list does not exist: it has no namespace entry and Get yields nothing.
+type ListState interface {
+	State
+	// Get calls fn with each element of k's list in order until fn returns
+	// false. Elements are valid only during the call; fn must not modify the
+	// store.
+	Get(k Key, fn func(elem []byte) bool) error
+	// Add appends elem to k's list, creating it if needed.
+	Add(k Key, elem []byte) error
+	// AddAll appends elems in order; with no elements it does nothing.
+	AddAll(k Key, elems [][]byte) error
+	// Update replaces k's list with elems; with no elements it removes the
+	// list.
+	Update(k Key, elems [][]byte) error
+}
+
+// MapState holds a map of encoded user key to value per (key, namespace). A
+// map with no entries does not exist.
+type MapState interface {
+	State
+	// Get returns the value of userKey in k's map; the rules of
+	// ValueState.Get apply.
+	Get(k Key, userKey []byte) (value []byte, found bool, err error)
+	// Put sets userKey to value in k's map, replacing any previous value.
+	Put(k Key, userKey, value []byte) error
+	// Delete removes userKey from k's map; removing an absent entry is not an
+	// error.
+	Delete(k Key, userKey []byte) error
+	// Iterate calls fn with every entry of k's map until fn returns false.
+	// The order is unspecified for KindMap and ascending by encoded user key
+	// for KindSortedMap. Slices are valid only during the call; fn must not
+	// modify the store.
+	Iterate(k Key, fn func(userKey, value []byte) bool) error
+}
+
+// SortedMapState is a MapState whose entries are ordered by encoded user
+// key.
+type SortedMapState interface {
+	MapState
+	// Range calls fn with the entries of k's map whose user key u satisfies
+	// lo <= u < hi, in ascending order, or in descending order if reverse,
+	// until fn returns false. A nil hi means no upper bound (an empty,
+	// non-nil hi is an empty range); a nil or empty lo means no lower bound.
+	// The rules of Iterate apply.
+	Range(k Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error
+}
+
+// Entry is one entry of a state in a snapshot or checkpoint, as bytes:
+// Key and Namespace always (Namespace empty for keyed states), UserKey for
+// Map and SortedMap, and Value. A list yields one Entry per element; the
+// elements of one (key, namespace) come consecutively and in list order.
+type Entry struct {
+	Key       []byte
+	Namespace []byte
+	UserKey   []byte
+	Value     []byte
+}
+
+// View is a read-only view of the states of a range of key groups: a
+// snapshot of a live store, or a checkpoint being restored. It is what the
+// checkpoint writer reads and what Store.Restore loads. A View may be read
+// from any one goroutine at a time.
+type View interface {
+	// MaxParallelism returns the number of key groups of the job the view
+	// belongs to.
+	MaxParallelism() int
+	// KeyGroups returns the key groups the view holds.
+	KeyGroups() KeyGroupRange
+	// States returns the specs of the view's states, sorted by name.
+	States() []StateSpec
+	// Scan calls fn with every entry of the named state in key group kg,
+	// until fn returns an error, which Scan then returns. The order of
+	// entries is unspecified except that list elements are consecutive and
+	// in order (see Entry). The slices of an Entry are valid only during the
+	// call. Scanning a key group outside KeyGroups or an unknown state is an
+	// error.
+	Scan(state string, kg int, fn func(Entry) error) error
+}
+
+// Snapshot is an immutable View of a store captured by Store.Snapshot.
+type Snapshot interface {
+	View
+	// Release frees the snapshot. It must be called exactly once, whatever
+	// happens to the checkpoint the snapshot was taken for; until then a
+	// copy-on-write backend keeps copying. A second Release returns
+	// ErrReleased, as does any use after Release.
+	Release() error
+}
