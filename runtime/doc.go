@@ -1,4 +1,68 @@
 // Package runtime holds the contracts every part of stategen is built on:
 // key groups, codecs, state specs, the byte-level Store contract that every
-// backend implements, and the typed handles that sit on top of it.
+// backend implements, and the typed handles that operators call.
+//
+// # Key groups
+//
+// Keyed state is partitioned into maxParallelism key groups (default 128, at
+// most 32768), fixed for the life of the state and recorded in every
+// checkpoint. A key's key group is XXH64 (seed 0) of the key's
+// order-preserving encoding, modulo maxParallelism: it depends only on the
+// key's bytes, never on Go's randomized map hash, so the same key lands in
+// the same key group in every process, on every machine and in every
+// version. Operator instance i of p owns the contiguous range
+// [ceil(i*maxP/p), floor(((i+1)*maxP-1)/p)], and key group g belongs to
+// instance g*p/maxP. Rescaling from p to q instances therefore moves whole
+// key groups: each new instance reads, from each old instance's snapshot,
+// only the key groups it now owns. A router in front of the operators
+// (a Kafka partitioner, an RPC shuffle) sends each record to
+// OperatorIndexForKey of its encoded key.
+//
+// # Codecs
+//
+// Keys, namespaces and map user keys are encoded with KeyCodec: an
+// order-preserving, prefix-free encoding (sign-flipped big-endian integers,
+// IEEE floats with the sign trick, escaped and terminated strings), so that
+// bytewise order is logical order — SortedMap is sorted on every backend,
+// and a sorted backend finds every namespace of a key under one prefix.
+// Values are encoded with ValueCodec, which favours size and speed (varints,
+// length prefixes). Both are append-style (encode into the caller's buffer,
+// no allocation) and decoders return the rest of their input, so codecs
+// compose field by field (StructKeyCodec, StructValueCodec); the generator
+// emits the same shape for user types. Decoders never panic and never
+// allocate more than their input justifies; decoded values never alias the
+// input.
+//
+// # The Store contract
+//
+// A Store holds the states of one operator instance for the key groups it
+// owns, as bytes: the typed layer encodes and decodes, so every backend is
+// interchangeable, the checkpoint format is one format, and the conformance
+// suite in runtime/storetest is one suite. A state is registered by its
+// StateSpec (name, Kind, sub-keyed or not, schema fingerprint) and then
+// addressed by Key — key group, stable hash, encoded key and namespace —
+// built once per operation, so a backend that hashes reuses the hash rather
+// than hashing again. Keyed states use the empty namespace; sub-keyed states
+// (a key plus, say, a window) can enumerate and delete all namespaces of a
+// key. Empty lists and maps do not exist. Values a backend returns are
+// read-only and valid until the next call; backends copy everything they
+// are given.
+//
+// Snapshot is the synchronous phase of a checkpoint: it must cost
+// O(states × key groups) at most, never O(entries), and returns an
+// immutable View that another goroutine scans key group by key group while
+// the operator keeps writing. Restore loads a View — a snapshot, or a
+// checkpoint read from disk — into the key groups a store owns; restoring
+// the snapshots of p old instances into each of q new ones rescales a job.
+//
+// # Typed handles
+//
+// Value, List, Map and SortedMap, and their SubKeyed variants, are generic
+// handles over the user's types, bound to a Store by New* functions (which
+// generated code calls). They mirror the explicit-key API of Blink's keyed
+// and sub-keyed state: st.Clicks.Get(user), st.Window.Put(user, win, agg).
+// Iterations return Seq, an iter.Seq2 whose second value is an error, so
+// backend and decoding failures surface where they happen. A zero handle
+// returns ErrUnbound rather than panicking. Handles, like stores, belong to
+// the operator's goroutine; values they return are the caller's own.
 package runtime

@@ -1,0 +1,190 @@
+package runtime
+
+import (
+	"fmt"
+	"iter"
+)
+
+// This file holds the machinery shared by the typed handles: binding a
+// descriptor to a store, encoding a (key, namespace) into a Key with one
+// hash, and wrapping errors with the state's name.
+
+// noNS is the namespace type of keyed states: they have no namespace.
+type noNS = struct{}
+
+// handle is the part of every typed handle that turns a typed (key,
+// namespace) into a byte-level Key. It is used by the operator goroutine
+// only, so one scratch buffer serves every call.
+type handle[K, N any] struct {
+	name string
+	maxP int
+	kc   KeyCodec[K]
+	nc   KeyCodec[N] // nil for keyed states
+	// buf holds the encoded key, namespace and user key of the current call.
+	// Iterating methods detach it for the duration of the iteration (see
+	// detach), so that a call made from inside the loop cannot overwrite
+	// the bytes a backend is still reading.
+	buf []byte
+	// vbuf holds encoded values.
+	vbuf []byte
+}
+
+// bind validates spec, registers it with s and fills in the handle's shared
+// fields. It returns the registered state.
+func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N]) (State, error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: state %q: nil store", ErrInvalidState, spec.Name)
+	}
+	if kc == nil {
+		return nil, fmt.Errorf("%w: state %q: nil key codec", ErrInvalidState, spec.Name)
+	}
+	if spec.SubKeyed && nc == nil {
+		return nil, fmt.Errorf("%w: state %q: nil namespace codec", ErrInvalidState, spec.Name)
+	}
+	st, err := s.Register(spec)
+	if err != nil {
+		return nil, err
+	}
+	h.name = spec.Name
+	h.maxP = s.Config().MaxParallelism
+	h.kc = kc
+	h.nc = nc
+	return st, nil
+}
+
+// key encodes (k, n) into h.buf and returns its Key; the namespace is empty
+// for keyed states. Further appends to h.buf (a user key) must use h.buf
+// past len(key.Key)+len(key.Namespace) and must not grow the slices the Key
+// holds: the Key's slices are capped so that appending elsewhere is safe.
+func (h *handle[K, N]) key(k K, n N) Key {
+	buf := h.kc.AppendKey(h.buf[:0], k)
+	kl := len(buf)
+	if h.nc != nil {
+		buf = h.nc.AppendKey(buf, n)
+	}
+	h.buf = buf
+	kb := buf[:kl:kl]
+	hash := HashKey(kb)
+	return Key{Group: KeyGroupOfHash(hash, h.maxP), Hash: hash, Key: kb, Namespace: buf[kl:len(buf):len(buf)]}
+}
+
+// userKey appends the encoding of uk to h.buf after the bytes of key and
+// returns the encoded user key. Because key's slices point into h.buf,
+// a growth of h.buf would leave key pointing at the old array, which still
+// holds the right bytes: the old array is never written again.
+func userKey[UK any](h *[]byte, c KeyCodec[UK], uk UK) []byte {
+	start := len(*h)
+	*h = c.AppendKey(*h, uk)
+	return (*h)[start:len(*h):len(*h)]
+}
+
+// take detaches h.buf from the handle for the duration of an iteration and
+// returns it; give hands it back. Calls made on the same handle from inside
+// the loop then encode into a fresh buffer, never into the bytes the backend
+// is iterating with.
+func (h *handle[K, N]) take() []byte {
+	b := h.buf
+	h.buf = nil
+	return b
+}
+
+// give returns a buffer detached by take.
+func (h *handle[K, N]) give(b []byte) { h.buf = b }
+
+// errorf wraps err with the state's name and what was being done.
+func (h *handle[K, N]) errorf(op string, err error) error {
+	return fmt.Errorf("state %q: %s: %w", h.name, op, err)
+}
+
+// decodeAll decodes exactly one value from b: trailing bytes are corruption.
+func decodeAll[T any](c ValueCodec[T], b []byte) (T, error) {
+	v, rest, err := c.DecodeValue(b)
+	if err != nil {
+		return v, err
+	}
+	if len(rest) != 0 {
+		var zero T
+		return zero, fmt.Errorf("%w: %d trailing bytes after value", ErrCorrupt, len(rest))
+	}
+	return v, nil
+}
+
+// decodeKeyAll decodes exactly one key from b: trailing bytes are corruption.
+func decodeKeyAll[T any](c KeyCodec[T], b []byte) (T, error) {
+	v, rest, err := c.DecodeKey(b)
+	if err != nil {
+		return v, err
+	}
+	if len(rest) != 0 {
+		var zero T
+		return zero, fmt.Errorf("%w: %d trailing bytes after key", ErrCorrupt, len(rest))
+	}
+	return v, nil
+}
+
+// namespaces implements the Namespaces method of sub-keyed handles.
+func (h *handle[K, N]) namespaces(st State, k K) func(yield func(N, error) bool) {
+	return func(yield func(N, error) bool) {
+		var zero N
+		key := h.key(k, zero)
+		defer h.give(h.take())
+		var ierr error
+		err := st.Namespaces(key, func(ns []byte) bool {
+			n, err := decodeKeyAll(h.nc, ns)
+			if err != nil {
+				ierr = h.errorf("decode namespace", err)
+				return false
+			}
+			return yield(n, nil)
+		})
+		if ierr == nil && err != nil {
+			ierr = h.errorf("namespaces", err)
+		}
+		if ierr != nil {
+			yield(zero, ierr)
+		}
+	}
+}
+
+// deleteAll implements the DeleteAll method of sub-keyed handles.
+func (h *handle[K, N]) deleteAll(st State, k K) error {
+	var zero N
+	if err := st.DeleteAll(h.key(k, zero)); err != nil {
+		return h.errorf("delete all namespaces", err)
+	}
+	return nil
+}
+
+// clear implements Delete of values and lists and Clear of maps.
+func (h *handle[K, N]) clear(st State, k K, n N) error {
+	if err := st.Clear(h.key(k, n)); err != nil {
+		return h.errorf("clear", err)
+	}
+	return nil
+}
+
+// Seq is the shape of every typed iteration: a sequence of values, each
+// paired with a nil error, ended early by the first error, which is yielded
+// with the zero T. Callers check the error in the loop:
+//
+//	for page, err := range st.Pages.Keys(user) {
+//		if err != nil {
+//			return err
+//		}
+//		...
+//	}
+type Seq[T any] = iter.Seq2[T, error]
+
+// unboundSeq is the sequence of a zero handle: one ErrUnbound.
+func unboundSeq[T any](yield func(T, error) bool) {
+	var zero T
+	yield(zero, ErrUnbound)
+}
+
+func nilCodecError(state, which string) error {
+	return fmt.Errorf("%w: state %q: nil %s codec", ErrInvalidState, state, which)
+}
+
+func wrongStateType(spec StateSpec, st State) error {
+	return fmt.Errorf("%w: state %q: backend returned %T for a %v state", ErrInvalidState, spec.Name, st, spec.Kind)
+}

@@ -1,0 +1,275 @@
+package runtime
+
+// ListDescriptor describes a keyed list state: an ordered list of V per key
+// K.
+type ListDescriptor[K, V any] struct {
+	Name        string
+	Fingerprint string
+	Key         KeyCodec[K]
+	Value       ValueCodec[V] // codec of one element
+}
+
+// SubKeyedListDescriptor describes a sub-keyed list state: an ordered list
+// of V per (key K, namespace N).
+type SubKeyedListDescriptor[K, N, V any] struct {
+	Name        string
+	Fingerprint string
+	Key         KeyCodec[K]
+	Namespace   KeyCodec[N]
+	Value       ValueCodec[V]
+}
+
+// listHandle implements List and SubKeyedList.
+type listHandle[K, N, V any] struct {
+	handle[K, N]
+	st    ListState
+	vc    ValueCodec[V]
+	elems [][]byte // scratch for AddAll and Update
+	ends  []int
+}
+
+func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V]) (*listHandle[K, N, V], error) {
+	spec.Kind = KindList
+	if vc == nil {
+		return nil, nilCodecError(spec.Name, "value")
+	}
+	h := new(listHandle[K, N, V])
+	st, err := h.bind(s, spec, kc, nc)
+	if err != nil {
+		return nil, err
+	}
+	ls, ok := st.(ListState)
+	if !ok {
+		return nil, wrongStateType(spec, st)
+	}
+	h.st, h.vc = ls, vc
+	return h, nil
+}
+
+func (h *listHandle[K, N, V]) all(k K, n N) Seq[V] {
+	return func(yield func(V, error) bool) {
+		key := h.key(k, n)
+		defer h.give(h.take())
+		var ierr error
+		err := h.st.Get(key, func(elem []byte) bool {
+			v, err := decodeAll(h.vc, elem)
+			if err != nil {
+				ierr = h.errorf("decode element", err)
+				return false
+			}
+			return yield(v, nil)
+		})
+		if ierr == nil && err != nil {
+			ierr = h.errorf("get", err)
+		}
+		if ierr != nil {
+			var zero V
+			yield(zero, ierr)
+		}
+	}
+}
+
+func (h *listHandle[K, N, V]) get(k K, n N) ([]V, error) {
+	var out []V
+	for v, err := range h.all(k, n) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (h *listHandle[K, N, V]) add(k K, n N, v V) error {
+	key := h.key(k, n)
+	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
+	if err := h.st.Add(key, h.vbuf); err != nil {
+		return h.errorf("add", err)
+	}
+	return nil
+}
+
+// encodeAll encodes vs into h.vbuf and returns one slice per element.
+func (h *listHandle[K, N, V]) encodeAll(vs []V) [][]byte {
+	buf, ends := h.vbuf[:0], h.ends[:0]
+	for _, v := range vs {
+		buf = h.vc.AppendValue(buf, v)
+		ends = append(ends, len(buf))
+	}
+	// Slice only after every append: growth may have moved buf.
+	elems, start := h.elems[:0], 0
+	for _, end := range ends {
+		elems = append(elems, buf[start:end:end])
+		start = end
+	}
+	h.vbuf, h.ends, h.elems = buf, ends, elems
+	return elems
+}
+
+func (h *listHandle[K, N, V]) addAll(k K, n N, vs []V) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	key := h.key(k, n)
+	if err := h.st.AddAll(key, h.encodeAll(vs)); err != nil {
+		return h.errorf("add all", err)
+	}
+	return nil
+}
+
+func (h *listHandle[K, N, V]) update(k K, n N, vs []V) error {
+	key := h.key(k, n)
+	if err := h.st.Update(key, h.encodeAll(vs)); err != nil {
+		return h.errorf("update", err)
+	}
+	return nil
+}
+
+// List is a handle on a keyed list state: an ordered list of V per key K.
+// An empty list does not exist. The zero List is unbound and every method
+// returns ErrUnbound.
+type List[K, V any] struct{ h *listHandle[K, noNS, V] }
+
+// NewList registers d with s and returns its handle.
+func NewList[K, V any](s Store, d ListDescriptor[K, V]) (List[K, V], error) {
+	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint}, d.Key, nil, d.Value)
+	return List[K, V]{h}, err
+}
+
+// Get returns the elements of k's list in order; nil if it has none.
+func (l List[K, V]) Get(k K) ([]V, error) {
+	if l.h == nil {
+		return nil, ErrUnbound
+	}
+	return l.h.get(k, noNS{})
+}
+
+// All yields the elements of k's list in order.
+func (l List[K, V]) All(k K) Seq[V] {
+	if l.h == nil {
+		return unboundSeq[V]
+	}
+	return l.h.all(k, noNS{})
+}
+
+// Add appends v to k's list.
+func (l List[K, V]) Add(k K, v V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.add(k, noNS{}, v)
+}
+
+// AddAll appends vs to k's list in order.
+func (l List[K, V]) AddAll(k K, vs []V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.addAll(k, noNS{}, vs)
+}
+
+// Update replaces k's list with vs; an empty vs deletes the list.
+func (l List[K, V]) Update(k K, vs []V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.update(k, noNS{}, vs)
+}
+
+// Delete removes k's list.
+func (l List[K, V]) Delete(k K) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.clear(l.h.st, k, noNS{})
+}
+
+// Spec returns the state's spec; the zero handle returns the zero spec.
+func (l List[K, V]) Spec() StateSpec {
+	if l.h == nil {
+		return StateSpec{}
+	}
+	return l.h.st.Spec()
+}
+
+// SubKeyedList is a handle on a sub-keyed list state: an ordered list of V
+// per (key K, namespace N). The rules of List apply.
+type SubKeyedList[K, N, V any] struct{ h *listHandle[K, N, V] }
+
+// NewSubKeyedList registers d with s and returns its handle.
+func NewSubKeyedList[K, N, V any](s Store, d SubKeyedListDescriptor[K, N, V]) (SubKeyedList[K, N, V], error) {
+	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, SubKeyed: true}, d.Key, d.Namespace, d.Value)
+	return SubKeyedList[K, N, V]{h}, err
+}
+
+// Get returns the elements of (k, n)'s list in order; nil if it has none.
+func (l SubKeyedList[K, N, V]) Get(k K, n N) ([]V, error) {
+	if l.h == nil {
+		return nil, ErrUnbound
+	}
+	return l.h.get(k, n)
+}
+
+// All yields the elements of (k, n)'s list in order.
+func (l SubKeyedList[K, N, V]) All(k K, n N) Seq[V] {
+	if l.h == nil {
+		return unboundSeq[V]
+	}
+	return l.h.all(k, n)
+}
+
+// Add appends v to (k, n)'s list.
+func (l SubKeyedList[K, N, V]) Add(k K, n N, v V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.add(k, n, v)
+}
+
+// AddAll appends vs to (k, n)'s list in order.
+func (l SubKeyedList[K, N, V]) AddAll(k K, n N, vs []V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.addAll(k, n, vs)
+}
+
+// Update replaces (k, n)'s list with vs; an empty vs deletes the list.
+func (l SubKeyedList[K, N, V]) Update(k K, n N, vs []V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.update(k, n, vs)
+}
+
+// Delete removes (k, n)'s list.
+func (l SubKeyedList[K, N, V]) Delete(k K, n N) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.clear(l.h.st, k, n)
+}
+
+// Namespaces yields every namespace of k that has a list.
+func (l SubKeyedList[K, N, V]) Namespaces(k K) Seq[N] {
+	if l.h == nil {
+		return unboundSeq[N]
+	}
+	return l.h.namespaces(l.h.st, k)
+}
+
+// DeleteAll removes the lists of every namespace of k.
+func (l SubKeyedList[K, N, V]) DeleteAll(k K) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.deleteAll(l.h.st, k)
+}
+
+// Spec returns the state's spec; the zero handle returns the zero spec.
+func (l SubKeyedList[K, N, V]) Spec() StateSpec {
+	if l.h == nil {
+		return StateSpec{}
+	}
+	return l.h.st.Spec()
+}

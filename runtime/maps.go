@@ -1,0 +1,542 @@
+package runtime
+
+// MapDescriptor describes a keyed Map or SortedMap state: a map of user key
+// UK to V per key K.
+type MapDescriptor[K, UK, V any] struct {
+	Name        string
+	Fingerprint string
+	Key         KeyCodec[K]
+	UserKey     KeyCodec[UK] // order-preserving: orders a SortedMap
+	Value       ValueCodec[V]
+}
+
+// SubKeyedMapDescriptor describes a sub-keyed Map or SortedMap state: a map
+// of user key UK to V per (key K, namespace N).
+type SubKeyedMapDescriptor[K, N, UK, V any] struct {
+	Name        string
+	Fingerprint string
+	Key         KeyCodec[K]
+	Namespace   KeyCodec[N]
+	UserKey     KeyCodec[UK]
+	Value       ValueCodec[V]
+}
+
+// MapEntry is one entry of a map state.
+type MapEntry[UK, V any] struct {
+	Key   UK
+	Value V
+}
+
+// mapHandle implements the four map handles; sorted is nil for KindMap.
+type mapHandle[K, N, UK, V any] struct {
+	handle[K, N]
+	st     MapState
+	sorted SortedMapState
+	ukc    KeyCodec[UK]
+	vc     ValueCodec[V]
+}
+
+func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V]) (*mapHandle[K, N, UK, V], error) {
+	if ukc == nil {
+		return nil, nilCodecError(spec.Name, "user key")
+	}
+	if vc == nil {
+		return nil, nilCodecError(spec.Name, "value")
+	}
+	h := new(mapHandle[K, N, UK, V])
+	st, err := h.bind(s, spec, kc, nc)
+	if err != nil {
+		return nil, err
+	}
+	ms, ok := st.(MapState)
+	if !ok {
+		return nil, wrongStateType(spec, st)
+	}
+	if spec.Kind == KindSortedMap {
+		if h.sorted, ok = st.(SortedMapState); !ok {
+			return nil, wrongStateType(spec, st)
+		}
+	}
+	h.st, h.ukc, h.vc = ms, ukc, vc
+	return h, nil
+}
+
+func (h *mapHandle[K, N, UK, V]) get(k K, n N, uk UK) (V, bool, error) {
+	var zero V
+	key := h.key(k, n)
+	b, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
+	if err != nil {
+		return zero, false, h.errorf("get", err)
+	}
+	if !ok {
+		return zero, false, nil
+	}
+	v, err := decodeAll(h.vc, b)
+	if err != nil {
+		return zero, false, h.errorf("decode value", err)
+	}
+	return v, true, nil
+}
+
+func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
+	key := h.key(k, n)
+	_, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
+	if err != nil {
+		return false, h.errorf("contains", err)
+	}
+	return ok, nil
+}
+
+func (h *mapHandle[K, N, UK, V]) put(k K, n N, uk UK, v V) error {
+	key := h.key(k, n)
+	ukb := userKey(&h.buf, h.ukc, uk)
+	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
+	if err := h.st.Put(key, ukb, h.vbuf); err != nil {
+		return h.errorf("put", err)
+	}
+	return nil
+}
+
+func (h *mapHandle[K, N, UK, V]) delete(k K, n N, uk UK) error {
+	key := h.key(k, n)
+	if err := h.st.Delete(key, userKey(&h.buf, h.ukc, uk)); err != nil {
+		return h.errorf("delete", err)
+	}
+	return nil
+}
+
+// Which parts of an entry an iteration decodes.
+const (
+	decodeKeys = 1 << iota
+	decodeValues
+	decodeBoth = decodeKeys | decodeValues
+)
+
+// scan is the iteration shared by All, Keys, Values and the sorted ranges.
+// lo and hi bound the user keys for sorted ranges (nil: unbounded).
+func (h *mapHandle[K, N, UK, V]) scan(k K, n N, what int, lo, hi *UK, reverse bool) Seq[MapEntry[UK, V]] {
+	return func(yield func(MapEntry[UK, V], error) bool) {
+		key := h.key(k, n)
+		var lob, hib []byte
+		if lo != nil {
+			lob = userKey(&h.buf, h.ukc, *lo)
+		}
+		if hi != nil {
+			// Never nil, even for a zero-length encoding: nil means unbounded.
+			if hib = userKey(&h.buf, h.ukc, *hi); hib == nil {
+				hib = []byte{}
+			}
+		}
+		defer h.give(h.take())
+		var ierr error
+		fn := func(ukb, vb []byte) bool {
+			var e MapEntry[UK, V]
+			var err error
+			if what&decodeKeys != 0 {
+				if e.Key, err = decodeKeyAll(h.ukc, ukb); err != nil {
+					ierr = h.errorf("decode user key", err)
+					return false
+				}
+			}
+			if what&decodeValues != 0 {
+				if e.Value, err = decodeAll(h.vc, vb); err != nil {
+					ierr = h.errorf("decode value", err)
+					return false
+				}
+			}
+			return yield(e, nil)
+		}
+		var err error
+		if lo == nil && hi == nil && !reverse {
+			err = h.st.Iterate(key, fn)
+		} else {
+			err = h.sorted.Range(key, lob, hib, reverse, fn)
+		}
+		if ierr == nil && err != nil {
+			ierr = h.errorf("iterate", err)
+		}
+		if ierr != nil {
+			yield(MapEntry[UK, V]{}, ierr)
+		}
+	}
+}
+
+func (h *mapHandle[K, N, UK, V]) keys(k K, n N) Seq[UK] {
+	return func(yield func(UK, error) bool) {
+		for e, err := range h.scan(k, n, decodeKeys, nil, nil, false) {
+			if !yield(e.Key, err) {
+				return
+			}
+		}
+	}
+}
+
+func (h *mapHandle[K, N, UK, V]) values(k K, n N) Seq[V] {
+	return func(yield func(V, error) bool) {
+		for e, err := range h.scan(k, n, decodeValues, nil, nil, false) {
+			if !yield(e.Value, err) {
+				return
+			}
+		}
+	}
+}
+
+func (h *mapHandle[K, N, UK, V]) isEmpty(k K, n N) (bool, error) {
+	for _, err := range h.scan(k, n, 0, nil, nil, false) {
+		return false, err
+	}
+	return true, nil
+}
+
+// edge returns the first (or, if last, the last) entry of a sorted map.
+func (h *mapHandle[K, N, UK, V]) edge(k K, n N, last bool) (MapEntry[UK, V], bool, error) {
+	for e, err := range h.scan(k, n, decodeBoth, nil, nil, last) {
+		if err != nil {
+			return MapEntry[UK, V]{}, false, err
+		}
+		return e, true, nil
+	}
+	return MapEntry[UK, V]{}, false, nil
+}
+
+// Map is a handle on a keyed map state: a map of user key UK to V per key K,
+// iterated in unspecified order. A map with no entries does not exist. The
+// zero Map is unbound and every method returns ErrUnbound.
+type Map[K, UK, V any] struct{ h *mapHandle[K, noNS, UK, V] }
+
+// NewMap registers d as a KindMap state with s and returns its handle.
+func NewMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (Map[K, UK, V], error) {
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value)
+	return Map[K, UK, V]{h}, err
+}
+
+// Get returns the value of uk in k's map and whether it exists.
+func (m Map[K, UK, V]) Get(k K, uk UK) (V, bool, error) {
+	if m.h == nil {
+		var zero V
+		return zero, false, ErrUnbound
+	}
+	return m.h.get(k, noNS{}, uk)
+}
+
+// Contains reports whether uk is in k's map.
+func (m Map[K, UK, V]) Contains(k K, uk UK) (bool, error) {
+	if m.h == nil {
+		return false, ErrUnbound
+	}
+	return m.h.contains(k, noNS{}, uk)
+}
+
+// Put sets uk to v in k's map, replacing any previous value.
+func (m Map[K, UK, V]) Put(k K, uk UK, v V) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.put(k, noNS{}, uk, v)
+}
+
+// Delete removes uk from k's map.
+func (m Map[K, UK, V]) Delete(k K, uk UK) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.delete(k, noNS{}, uk)
+}
+
+// All yields the entries of k's map.
+func (m Map[K, UK, V]) All(k K) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, noNS{}, decodeBoth, nil, nil, false)
+}
+
+// Keys yields the user keys of k's map.
+func (m Map[K, UK, V]) Keys(k K) Seq[UK] {
+	if m.h == nil {
+		return unboundSeq[UK]
+	}
+	return m.h.keys(k, noNS{})
+}
+
+// Values yields the values of k's map.
+func (m Map[K, UK, V]) Values(k K) Seq[V] {
+	if m.h == nil {
+		return unboundSeq[V]
+	}
+	return m.h.values(k, noNS{})
+}
+
+// IsEmpty reports whether k's map has no entries.
+func (m Map[K, UK, V]) IsEmpty(k K) (bool, error) {
+	if m.h == nil {
+		return false, ErrUnbound
+	}
+	return m.h.isEmpty(k, noNS{})
+}
+
+// Clear removes every entry of k's map.
+func (m Map[K, UK, V]) Clear(k K) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.clear(m.h.st, k, noNS{})
+}
+
+// Spec returns the state's spec; the zero handle returns the zero spec.
+func (m Map[K, UK, V]) Spec() StateSpec {
+	if m.h == nil {
+		return StateSpec{}
+	}
+	return m.h.st.Spec()
+}
+
+// SubKeyedMap is a handle on a sub-keyed map state: a map of user key UK to
+// V per (key K, namespace N). The rules of Map apply.
+type SubKeyedMap[K, N, UK, V any] struct{ h *mapHandle[K, N, UK, V] }
+
+// NewSubKeyedMap registers d as a sub-keyed KindMap state with s and returns
+// its handle.
+func NewSubKeyedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedMap[K, N, UK, V], error) {
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value)
+	return SubKeyedMap[K, N, UK, V]{h}, err
+}
+
+// Get returns the value of uk in (k, n)'s map and whether it exists.
+func (m SubKeyedMap[K, N, UK, V]) Get(k K, n N, uk UK) (V, bool, error) {
+	if m.h == nil {
+		var zero V
+		return zero, false, ErrUnbound
+	}
+	return m.h.get(k, n, uk)
+}
+
+// Contains reports whether uk is in (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) Contains(k K, n N, uk UK) (bool, error) {
+	if m.h == nil {
+		return false, ErrUnbound
+	}
+	return m.h.contains(k, n, uk)
+}
+
+// Put sets uk to v in (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) Put(k K, n N, uk UK, v V) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.put(k, n, uk, v)
+}
+
+// Delete removes uk from (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) Delete(k K, n N, uk UK) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.delete(k, n, uk)
+}
+
+// All yields the entries of (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) All(k K, n N) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, n, decodeBoth, nil, nil, false)
+}
+
+// Keys yields the user keys of (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) Keys(k K, n N) Seq[UK] {
+	if m.h == nil {
+		return unboundSeq[UK]
+	}
+	return m.h.keys(k, n)
+}
+
+// Values yields the values of (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) Values(k K, n N) Seq[V] {
+	if m.h == nil {
+		return unboundSeq[V]
+	}
+	return m.h.values(k, n)
+}
+
+// IsEmpty reports whether (k, n)'s map has no entries.
+func (m SubKeyedMap[K, N, UK, V]) IsEmpty(k K, n N) (bool, error) {
+	if m.h == nil {
+		return false, ErrUnbound
+	}
+	return m.h.isEmpty(k, n)
+}
+
+// Clear removes every entry of (k, n)'s map.
+func (m SubKeyedMap[K, N, UK, V]) Clear(k K, n N) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.clear(m.h.st, k, n)
+}
+
+// Namespaces yields every namespace of k that has a non-empty map.
+func (m SubKeyedMap[K, N, UK, V]) Namespaces(k K) Seq[N] {
+	if m.h == nil {
+		return unboundSeq[N]
+	}
+	return m.h.namespaces(m.h.st, k)
+}
+
+// DeleteAll removes the maps of every namespace of k.
+func (m SubKeyedMap[K, N, UK, V]) DeleteAll(k K) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.deleteAll(m.h.st, k)
+}
+
+// Spec returns the state's spec; the zero handle returns the zero spec.
+func (m SubKeyedMap[K, N, UK, V]) Spec() StateSpec {
+	if m.h == nil {
+		return StateSpec{}
+	}
+	return m.h.st.Spec()
+}
+
+// SortedMap is a handle on a keyed sorted map state: a Map whose entries
+// are ordered by user key (by the order of its KeyCodec). Every Map method
+// is available through the embedded Map and iterates in ascending order.
+type SortedMap[K, UK, V any] struct{ Map[K, UK, V] }
+
+// NewSortedMap registers d as a KindSortedMap state with s and returns its
+// handle.
+func NewSortedMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (SortedMap[K, UK, V], error) {
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value)
+	return SortedMap[K, UK, V]{Map[K, UK, V]{h}}, err
+}
+
+// First returns the entry of k's map with the smallest user key, and whether
+// the map has one.
+func (m SortedMap[K, UK, V]) First(k K) (MapEntry[UK, V], bool, error) {
+	if m.h == nil {
+		return MapEntry[UK, V]{}, false, ErrUnbound
+	}
+	return m.h.edge(k, noNS{}, false)
+}
+
+// Last returns the entry of k's map with the largest user key, and whether
+// the map has one.
+func (m SortedMap[K, UK, V]) Last(k K) (MapEntry[UK, V], bool, error) {
+	if m.h == nil {
+		return MapEntry[UK, V]{}, false, ErrUnbound
+	}
+	return m.h.edge(k, noNS{}, true)
+}
+
+// Range yields the entries of k's map with from <= user key < to, in
+// ascending order.
+func (m SortedMap[K, UK, V]) Range(k K, from, to UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, noNS{}, decodeBoth, &from, &to, false)
+}
+
+// From yields the entries of k's map with user key >= from, ascending.
+func (m SortedMap[K, UK, V]) From(k K, from UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, noNS{}, decodeBoth, &from, nil, false)
+}
+
+// Before yields the entries of k's map with user key < to, ascending.
+func (m SortedMap[K, UK, V]) Before(k K, to UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, noNS{}, decodeBoth, nil, &to, false)
+}
+
+// Descend yields every entry of k's map in descending order.
+func (m SortedMap[K, UK, V]) Descend(k K) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, noNS{}, decodeBoth, nil, nil, true)
+}
+
+// DescendRange yields the entries of k's map with from <= user key < to, in
+// descending order.
+func (m SortedMap[K, UK, V]) DescendRange(k K, from, to UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, noNS{}, decodeBoth, &from, &to, true)
+}
+
+// SubKeyedSortedMap is a handle on a sub-keyed sorted map state. Every
+// SubKeyedMap method is available through the embedded SubKeyedMap and
+// iterates in ascending order.
+type SubKeyedSortedMap[K, N, UK, V any] struct{ SubKeyedMap[K, N, UK, V] }
+
+// NewSubKeyedSortedMap registers d as a sub-keyed KindSortedMap state with s
+// and returns its handle.
+func NewSubKeyedSortedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedSortedMap[K, N, UK, V], error) {
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value)
+	return SubKeyedSortedMap[K, N, UK, V]{SubKeyedMap[K, N, UK, V]{h}}, err
+}
+
+// First returns the entry of (k, n)'s map with the smallest user key.
+func (m SubKeyedSortedMap[K, N, UK, V]) First(k K, n N) (MapEntry[UK, V], bool, error) {
+	if m.h == nil {
+		return MapEntry[UK, V]{}, false, ErrUnbound
+	}
+	return m.h.edge(k, n, false)
+}
+
+// Last returns the entry of (k, n)'s map with the largest user key.
+func (m SubKeyedSortedMap[K, N, UK, V]) Last(k K, n N) (MapEntry[UK, V], bool, error) {
+	if m.h == nil {
+		return MapEntry[UK, V]{}, false, ErrUnbound
+	}
+	return m.h.edge(k, n, true)
+}
+
+// Range yields the entries of (k, n)'s map with from <= user key < to,
+// ascending.
+func (m SubKeyedSortedMap[K, N, UK, V]) Range(k K, n N, from, to UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, n, decodeBoth, &from, &to, false)
+}
+
+// From yields the entries of (k, n)'s map with user key >= from, ascending.
+func (m SubKeyedSortedMap[K, N, UK, V]) From(k K, n N, from UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, n, decodeBoth, &from, nil, false)
+}
+
+// Before yields the entries of (k, n)'s map with user key < to, ascending.
+func (m SubKeyedSortedMap[K, N, UK, V]) Before(k K, n N, to UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, n, decodeBoth, nil, &to, false)
+}
+
+// Descend yields every entry of (k, n)'s map in descending order.
+func (m SubKeyedSortedMap[K, N, UK, V]) Descend(k K, n N) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, n, decodeBoth, nil, nil, true)
+}
+
+// DescendRange yields the entries of (k, n)'s map with from <= user key <
+// to, descending.
+func (m SubKeyedSortedMap[K, N, UK, V]) DescendRange(k K, n N, from, to UK) Seq[MapEntry[UK, V]] {
+	if m.h == nil {
+		return unboundSeq[MapEntry[UK, V]]
+	}
+	return m.h.scan(k, n, decodeBoth, &from, &to, true)
+}

@@ -1,0 +1,201 @@
+package runtime
+
+// ValueDescriptor describes a keyed value state: one V per key K.
+type ValueDescriptor[K, V any] struct {
+	Name        string        // stable state name (see StateSpec.Name)
+	Fingerprint string        // schema fingerprint (see StateSpec.Fingerprint)
+	Key         KeyCodec[K]   // order-preserving key codec
+	Value       ValueCodec[V] // value codec
+}
+
+// SubKeyedValueDescriptor describes a sub-keyed value state: one V per
+// (key K, namespace N), for example per (user, window).
+type SubKeyedValueDescriptor[K, N, V any] struct {
+	Name        string
+	Fingerprint string
+	Key         KeyCodec[K]
+	Namespace   KeyCodec[N]
+	Value       ValueCodec[V]
+}
+
+// valueHandle implements Value and SubKeyedValue.
+type valueHandle[K, N, V any] struct {
+	handle[K, N]
+	st ValueState
+	vc ValueCodec[V]
+}
+
+func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V]) (*valueHandle[K, N, V], error) {
+	spec.Kind = KindValue
+	h := new(valueHandle[K, N, V])
+	if vc == nil {
+		return nil, nilCodecError(spec.Name, "value")
+	}
+	st, err := h.bind(s, spec, kc, nc)
+	if err != nil {
+		return nil, err
+	}
+	vs, ok := st.(ValueState)
+	if !ok {
+		return nil, wrongStateType(spec, st)
+	}
+	h.st, h.vc = vs, vc
+	return h, nil
+}
+
+func (h *valueHandle[K, N, V]) get(k K, n N) (V, bool, error) {
+	var zero V
+	b, ok, err := h.st.Get(h.key(k, n))
+	if err != nil {
+		return zero, false, h.errorf("get", err)
+	}
+	if !ok {
+		return zero, false, nil
+	}
+	v, err := decodeAll(h.vc, b)
+	if err != nil {
+		return zero, false, h.errorf("decode value", err)
+	}
+	return v, true, nil
+}
+
+func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
+	key := h.key(k, n)
+	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
+	if err := h.st.Put(key, h.vbuf); err != nil {
+		return h.errorf("put", err)
+	}
+	return nil
+}
+
+func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) error {
+	old, found, err := h.get(k, n)
+	if err != nil {
+		return err
+	}
+	return h.put(k, n, fn(old, found))
+}
+
+// Value is a handle on a keyed value state: one V per key K. The zero
+// Value is unbound and every method returns ErrUnbound; generated Open
+// functions and NewValue bind it. A handle belongs to the operator's
+// goroutine, like the store under it.
+type Value[K, V any] struct{ h *valueHandle[K, noNS, V] }
+
+// NewValue registers d with s and returns its handle.
+func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
+	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint}, d.Key, nil, d.Value)
+	return Value[K, V]{h}, err
+}
+
+// Get returns the value of k and whether it exists. The value is the
+// caller's own copy.
+func (v Value[K, V]) Get(k K) (V, bool, error) {
+	if v.h == nil {
+		var zero V
+		return zero, false, ErrUnbound
+	}
+	return v.h.get(k, noNS{})
+}
+
+// Put sets the value of k, replacing any previous value.
+func (v Value[K, V]) Put(k K, val V) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.put(k, noNS{}, val)
+}
+
+// Update sets the value of k to fn(old, found), where old is the current
+// value (the zero V if !found): the shape of a reducing or aggregating
+// function.
+func (v Value[K, V]) Update(k K, fn func(old V, found bool) V) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.update(k, noNS{}, fn)
+}
+
+// Delete removes the value of k; deleting an absent key is not an error.
+func (v Value[K, V]) Delete(k K) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.clear(v.h.st, k, noNS{})
+}
+
+// Spec returns the state's spec; the zero Value returns the zero spec.
+func (v Value[K, V]) Spec() StateSpec {
+	if v.h == nil {
+		return StateSpec{}
+	}
+	return v.h.st.Spec()
+}
+
+// SubKeyedValue is a handle on a sub-keyed value state: one V per (key K,
+// namespace N). The rules of Value apply.
+type SubKeyedValue[K, N, V any] struct{ h *valueHandle[K, N, V] }
+
+// NewSubKeyedValue registers d with s and returns its handle.
+func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) (SubKeyedValue[K, N, V], error) {
+	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, SubKeyed: true}, d.Key, d.Namespace, d.Value)
+	return SubKeyedValue[K, N, V]{h}, err
+}
+
+// Get returns the value of (k, n) and whether it exists.
+func (v SubKeyedValue[K, N, V]) Get(k K, n N) (V, bool, error) {
+	if v.h == nil {
+		var zero V
+		return zero, false, ErrUnbound
+	}
+	return v.h.get(k, n)
+}
+
+// Put sets the value of (k, n), replacing any previous value.
+func (v SubKeyedValue[K, N, V]) Put(k K, n N, val V) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.put(k, n, val)
+}
+
+// Update sets the value of (k, n) to fn(old, found).
+func (v SubKeyedValue[K, N, V]) Update(k K, n N, fn func(old V, found bool) V) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.update(k, n, fn)
+}
+
+// Delete removes the value of (k, n).
+func (v SubKeyedValue[K, N, V]) Delete(k K, n N) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.clear(v.h.st, k, n)
+}
+
+// Namespaces yields every namespace of k that has a value, in the backend's
+// order (sorted backends yield them sorted). An error ends the sequence.
+func (v SubKeyedValue[K, N, V]) Namespaces(k K) Seq[N] {
+	if v.h == nil {
+		return unboundSeq[N]
+	}
+	return v.h.namespaces(v.h.st, k)
+}
+
+// DeleteAll removes the values of every namespace of k.
+func (v SubKeyedValue[K, N, V]) DeleteAll(k K) error {
+	if v.h == nil {
+		return ErrUnbound
+	}
+	return v.h.deleteAll(v.h.st, k)
+}
+
+// Spec returns the state's spec; the zero handle returns the zero spec.
+func (v SubKeyedValue[K, N, V]) Spec() StateSpec {
+	if v.h == nil {
+		return StateSpec{}
+	}
+	return v.h.st.Spec()
+}
