@@ -1,0 +1,167 @@
+package coordinator
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the outcome of a checkpoint.
+type Status uint8
+
+// The outcomes of a checkpoint.
+const (
+	// StatusCompleted: every participant acknowledged and the metadata was
+	// written.
+	StatusCompleted Status = iota + 1
+	// StatusFailed: the checkpoint was aborted.
+	StatusFailed
+)
+
+// String returns "completed" or "failed".
+func (s Status) String() string {
+	switch s {
+	case StatusCompleted:
+		return "completed"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// ParticipantStats describes one participant's part in a checkpoint.
+type ParticipantStats struct {
+	// Participant is who.
+	Participant ParticipantID
+	// Acked reports whether it acknowledged; the other fields are zero if
+	// not. An expired checkpoint's record shows who was missing.
+	Acked bool
+	// AckedAt is when its acknowledgement arrived.
+	AckedAt time.Time
+	// SyncDuration and AsyncDuration are the durations of the snapshot's
+	// two phases, as the participant reported them.
+	SyncDuration, AsyncDuration time.Duration
+	// Bytes is the size of its snapshot.
+	Bytes int64
+}
+
+// Record describes a completed or failed checkpoint.
+type Record struct {
+	// ID is the checkpoint's id.
+	ID CheckpointID
+	// Savepoint reports whether it was a savepoint.
+	Savepoint bool
+	// Location is the savepoint's location; empty for checkpoints.
+	Location string
+	// Status is the outcome.
+	Status Status
+	// TriggeredAt is when it was triggered; EndedAt when it completed or
+	// was aborted.
+	TriggeredAt, EndedAt time.Time
+	// Participants describes every participant, sorted.
+	Participants []ParticipantStats
+	// Bytes is the total size of the acknowledged snapshots.
+	Bytes int64
+	// Err says why the checkpoint failed; nil if it completed.
+	Err *AbortError
+}
+
+// Duration is the time from trigger to completion or abort.
+func (r Record) Duration() time.Duration { return r.EndedAt.Sub(r.TriggeredAt) }
+
+// Counts are cumulative checkpoint counters.
+type Counts struct {
+	// Triggered counts checkpoints and savepoints started.
+	Triggered int64
+	// Completed and Failed count their outcomes.
+	Completed, Failed int64
+	// Refused counts periodic triggers that did not start a checkpoint.
+	Refused int64
+}
+
+// InProgress is the number of checkpoints triggered but not yet completed
+// or failed.
+func (c Counts) InProgress() int64 { return c.Triggered - c.Completed - c.Failed }
+
+// Stats keeps checkpoint counters and the most recent records. It is fed
+// with a Core's decisions (Observe); every Core keeps one (Core.Stats), and
+// a driver may keep its own to serve it to other goroutines under a lock.
+// A Stats is not safe for concurrent use.
+type Stats struct {
+	counts        Counts
+	recent        []Record // ring buffer of at most history records
+	next          int      // where the next record goes once the ring is full
+	history       int
+	lastCompleted *Record
+	lastFailed    *Record
+}
+
+// NewStats returns an empty Stats that keeps the latest history records
+// (at least one).
+func NewStats(history int) *Stats {
+	return &Stats{history: max(history, 1)}
+}
+
+// Observe accounts for d: Trigger, Refused and Report decisions change the
+// stats, the others are ignored.
+func (s *Stats) Observe(d Decision) {
+	switch d := d.(type) {
+	case Trigger:
+		s.counts.Triggered++
+	case Refused:
+		s.counts.Refused++
+	case Report:
+		s.add(d.Record)
+	}
+}
+
+func (s *Stats) add(r Record) {
+	switch r.Status {
+	case StatusCompleted:
+		s.counts.Completed++
+		s.lastCompleted = &r
+	case StatusFailed:
+		s.counts.Failed++
+		s.lastFailed = &r
+	}
+	if len(s.recent) < s.history {
+		s.recent = append(s.recent, r)
+		return
+	}
+	s.recent[s.next] = r
+	s.next = (s.next + 1) % s.history
+}
+
+// Counts returns the counters.
+func (s *Stats) Counts() Counts { return s.counts }
+
+// Recent returns the latest records, oldest first. The records share
+// memory with s: treat them as read-only.
+func (s *Stats) Recent() []Record {
+	out := make([]Record, 0, len(s.recent))
+	out = append(out, s.recent[s.next:]...)
+	return append(out, s.recent[:s.next]...)
+}
+
+// LastCompleted returns the record of the latest completed checkpoint, if
+// any.
+func (s *Stats) LastCompleted() (Record, bool) {
+	if s.lastCompleted == nil {
+		return Record{}, false
+	}
+	return *s.lastCompleted, true
+}
+
+// LastFailed returns the record of the latest failed checkpoint, if any.
+func (s *Stats) LastFailed() (Record, bool) {
+	if s.lastFailed == nil {
+		return Record{}, false
+	}
+	return *s.lastFailed, true
+}
+
+// Clone returns an independent copy of s (records are shared, read-only).
+func (s *Stats) Clone() *Stats {
+	c := *s
+	c.recent = append([]Record(nil), s.recent...)
+	return &c
+}
