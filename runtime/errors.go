@@ -18,6 +18,11 @@ var (
 	// wrong operator instance.
 	ErrKeyGroupNotOwned = errors.New("stategen: key group not owned by this store")
 
+	// ErrInvalidKey reports a Key that does not describe its own bytes — a
+	// Group or Hash that differs from the encoded key's (build keys with
+	// MakeKey) — or a non-empty namespace on a keyed state.
+	ErrInvalidKey = errors.New("stategen: invalid key")
+
 	// ErrCorrupt reports bytes a decoder cannot decode: truncated input, a
 	// length that exceeds the input, an invalid escape or tag.
 	ErrCorrupt = errors.New("stategen: corrupt encoding")

@@ -206,10 +206,16 @@ func MakeKey(key, namespace []byte, maxParallelism int) Key {
 // values are opaque bytes (ValueCodec). The typed handles of this package
 // sit on top of it.
 //
-// A Store is used by one goroutine, the operator's; only Snapshot views are
-// read from other goroutines. Methods of a closed store return ErrClosed.
-// An operation on a Key whose Group the store does not own returns
-// ErrKeyGroupNotOwned.
+// A Store is used by one goroutine, the operator's; only snapshots are used
+// from other goroutines (see Snapshot). Methods of a closed store return
+// ErrClosed, except Config and States, which keep answering.
+//
+// Keys are built by the caller (the typed handles, or MakeKey): an
+// operation on a Key whose Group the store does not own returns
+// ErrKeyGroupNotOwned, and a non-empty namespace on a keyed state returns
+// ErrInvalidKey. A backend may trust that Group and Hash match the key's
+// bytes, or verify it (the reference model does) and return ErrInvalidKey.
+// Errors name the state and, where one is involved, the key group.
 type Store interface {
 	// Config returns the store's maxParallelism and key-group range.
 	Config() StoreConfig
@@ -229,19 +235,24 @@ type Store interface {
 	// immutable view of every state in every owned key group, in time
 	// O(states × key groups) or better, never O(entries). The view may be
 	// read from another goroutine while the store keeps changing, and
-	// reflects exactly the writes made before Snapshot returned. The caller
-	// must Release it whatever happens. Several snapshots may be live.
+	// reflects exactly the writes made before Snapshot returned (and only
+	// the states registered by then). The caller must Release it whatever
+	// happens. Several snapshots may be live, each read by its own
+	// goroutine at the same time, and Release may be called from any
+	// goroutine.
 	Snapshot() (Snapshot, error)
 
 	// Restore loads the entries of every key group that both src and the
-	// store own, registering src's states that are not registered yet. It
-	// fails with ErrMaxParallelismMismatch if src has another
-	// maxParallelism, with ErrStateMismatch if a state of src is registered
-	// with another spec, and with ErrRestoreConflict if a restored key group
-	// already holds entries of a restored state. Restoring the snapshots of
-	// several old instances one after the other is how a store is rescaled.
-	// After an error the store's content is unspecified and it should be
-	// discarded.
+	// store own, and registers every state of src that is not registered
+	// yet (even when no key group is shared). It fails with
+	// ErrMaxParallelismMismatch if src has another maxParallelism, with
+	// ErrStateMismatch if a state of src is registered with another spec,
+	// and with ErrRestoreConflict if the store already holds an entry of one
+	// of src's states in one of the key groups being loaded (whether or not
+	// src has entries there). Restoring the snapshots of several old
+	// instances one after the other is how a store is rescaled: their key
+	// groups are disjoint. After an error the store's content is
+	// unspecified and it should be discarded.
 	Restore(src View) error
 
 	// Close releases the store's resources. Live snapshots stay readable
@@ -326,8 +337,8 @@ type SortedMapState interface {
 	// Range calls fn with the entries of k's map whose user key u satisfies
 	// lo <= u < hi, in ascending order, or in descending order if reverse,
 	// until fn returns false. A nil hi means no upper bound (an empty,
-	// non-nil hi is an empty range); a nil or empty lo means no lower bound.
-	// The rules of Iterate apply.
+	// non-nil hi is an empty range); a nil or empty lo means no lower bound;
+	// lo >= hi is an empty range. The rules of Iterate apply.
 	Range(k Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error
 }
 
@@ -355,7 +366,8 @@ type View interface {
 	// States returns the specs of the view's states, sorted by name.
 	States() []StateSpec
 	// Scan calls fn with every entry of the named state in key group kg,
-	// until fn returns an error, which Scan then returns. The order of
+	// until fn returns an error, which Scan then returns (possibly wrapped:
+	// test it with errors.Is). The order of
 	// entries is unspecified except that list elements are consecutive and
 	// in order (see Entry). The slices of an Entry are valid only during the
 	// call. Scanning a key group outside KeyGroups or an unknown state is an

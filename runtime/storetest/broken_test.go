@@ -1,0 +1,473 @@
+package storetest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// These tests prove that the suite is not vacuous: each wraps the model in a
+// store with one deliberate flaw and checks that the checks meant to catch
+// it report a failure (without failing the test itself).
+
+type flaw int
+
+const (
+	dropEvery50thPut flaw = iota + 1
+	sortedDescending
+	emptyUpdateKeepsList
+	aliasesValues
+	staleSnapshot
+	secondReleaseSucceeds
+	deleteAllOneNamespace
+	restoreDropsLists
+	namespacesRepeats
+)
+
+// flawed is a Model with one flaw.
+type flawed struct {
+	*Model
+	flaw    flaw
+	puts    int
+	prev    *MemView
+	aliases map[string][]byte
+}
+
+func newFlawed(f flaw) Factory {
+	return func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		m, err := NewModel(cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return &flawed{Model: m, flaw: f, aliases: make(map[string][]byte)}
+	}
+}
+
+func (s *flawed) Register(spec runtime.StateSpec) (runtime.State, error) {
+	st, err := s.Model.Register(spec)
+	if err != nil {
+		return nil, err
+	}
+	switch st := st.(type) {
+	case runtime.SortedMapState:
+		return &flawedSorted{flawedMap{st, s}, st}, nil
+	case runtime.MapState:
+		return &flawedMap{st, s}, nil
+	case runtime.ValueState:
+		return &flawedValue{st, s}, nil
+	case runtime.ListState:
+		return &flawedList{st, s}, nil
+	}
+	panic("unknown state type")
+}
+
+// dropPut reports whether this Put is one to drop.
+func (s *flawed) dropPut() bool {
+	if s.flaw != dropEvery50thPut {
+		return false
+	}
+	s.puts++
+	return s.puts%50 == 0
+}
+
+func (s *flawed) Snapshot() (runtime.Snapshot, error) {
+	snap, err := s.Model.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	switch s.flaw {
+	case staleSnapshot:
+		// Returns the content of the previous snapshot.
+		if s.prev == nil {
+			s.prev = snap.(*MemView)
+		}
+		out, err := CopyView(s.prev)
+		s.prev = snap.(*MemView)
+		return out, err
+	case secondReleaseSucceeds:
+		return lenientRelease{snap}, nil
+	}
+	return snap, nil
+}
+
+type lenientRelease struct{ runtime.Snapshot }
+
+func (l lenientRelease) Release() error {
+	_ = l.Snapshot.Release()
+	return nil
+}
+
+func (s *flawed) Restore(src runtime.View) error {
+	if s.flaw == restoreDropsLists {
+		return s.Model.Restore(noLists{src})
+	}
+	return s.Model.Restore(src)
+}
+
+// noLists is a View whose lists are empty.
+type noLists struct{ runtime.View }
+
+func (v noLists) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	for _, spec := range v.States() {
+		if spec.Name == state && spec.Kind == runtime.KindList {
+			return nil
+		}
+	}
+	return v.View.Scan(state, kg, fn)
+}
+
+type flawedValue struct {
+	runtime.ValueState
+	s *flawed
+}
+
+func aliasID(k runtime.Key) string { return fmt.Sprintf("%x/%x", k.Key, k.Namespace) }
+
+func (v *flawedValue) Put(k runtime.Key, value []byte) error {
+	if v.s.dropPut() {
+		return nil
+	}
+	if v.s.flaw == aliasesValues {
+		v.s.aliases[v.Spec().Name+aliasID(k)] = value // keeps the caller's slice
+	}
+	return v.ValueState.Put(k, value)
+}
+
+func (v *flawedValue) Get(k runtime.Key) ([]byte, bool, error) {
+	val, found, err := v.ValueState.Get(k)
+	if a, ok := v.s.aliases[v.Spec().Name+aliasID(k)]; ok && found {
+		return a, found, err
+	}
+	return val, found, err
+}
+
+func (v *flawedValue) DeleteAll(k runtime.Key) error {
+	if v.s.flaw == deleteAllOneNamespace && v.Spec().SubKeyed {
+		return v.ValueState.Clear(k)
+	}
+	return v.ValueState.DeleteAll(k)
+}
+
+func (v *flawedValue) Namespaces(k runtime.Key, fn func([]byte) bool) error {
+	return flawedNamespaces(v.s, v.ValueState, k, fn)
+}
+
+// flawedNamespaces reports the first namespace twice if the flaw says so.
+func flawedNamespaces(s *flawed, st runtime.State, k runtime.Key, fn func([]byte) bool) error {
+	if s.flaw != namespacesRepeats {
+		return st.Namespaces(k, fn)
+	}
+	first := true
+	return st.Namespaces(k, func(ns []byte) bool {
+		if first {
+			first = false
+			if !fn(ns) {
+				return false
+			}
+		}
+		return fn(ns)
+	})
+}
+
+type flawedList struct {
+	runtime.ListState
+	s *flawed
+}
+
+func (l *flawedList) Update(k runtime.Key, elems [][]byte) error {
+	if l.s.flaw == emptyUpdateKeepsList && len(elems) == 0 {
+		return nil
+	}
+	return l.ListState.Update(k, elems)
+}
+
+func (l *flawedList) DeleteAll(k runtime.Key) error {
+	if l.s.flaw == deleteAllOneNamespace && l.Spec().SubKeyed {
+		return l.ListState.Clear(k)
+	}
+	return l.ListState.DeleteAll(k)
+}
+
+func (l *flawedList) Namespaces(k runtime.Key, fn func([]byte) bool) error {
+	return flawedNamespaces(l.s, l.ListState, k, fn)
+}
+
+type flawedMap struct {
+	runtime.MapState
+	s *flawed
+}
+
+func (m *flawedMap) Put(k runtime.Key, uk, v []byte) error {
+	if m.s.dropPut() {
+		return nil
+	}
+	return m.MapState.Put(k, uk, v)
+}
+
+func (m *flawedMap) DeleteAll(k runtime.Key) error {
+	if m.s.flaw == deleteAllOneNamespace && m.Spec().SubKeyed {
+		return m.MapState.Clear(k)
+	}
+	return m.MapState.DeleteAll(k)
+}
+
+func (m *flawedMap) Namespaces(k runtime.Key, fn func([]byte) bool) error {
+	return flawedNamespaces(m.s, m.MapState, k, fn)
+}
+
+type flawedSorted struct {
+	flawedMap
+	sm runtime.SortedMapState
+}
+
+func (m *flawedSorted) Iterate(k runtime.Key, fn func(uk, v []byte) bool) error {
+	if m.s.flaw == sortedDescending {
+		return m.sm.Range(k, nil, nil, true, fn)
+	}
+	return m.sm.Iterate(k, fn)
+}
+
+func (m *flawedSorted) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(uk, v []byte) bool) error {
+	if m.s.flaw == sortedDescending {
+		reverse = !reverse
+	}
+	return m.sm.Range(k, lo, hi, reverse, fn)
+}
+
+// runCheck runs the suite's check group/name against factory and returns
+// its failure. The seed is fixed (and STATEGEN_SEED ignored) and -short does
+// not reduce the operation counts, so that whether a flaw is caught does not
+// depend on luck or flags.
+func runCheck(t *testing.T, factory Factory, path string, opts ...Option) error {
+	t.Helper()
+	o, err := resolveOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.seed = 1
+	if testing.Short() {
+		o.scale *= 5
+	}
+	for _, g := range suiteGroups() {
+		for _, c := range g.checks {
+			if g.name+"/"+c.name == path {
+				return catch(func() { c.run(newEnv(t, factory, o)) })
+			}
+		}
+	}
+	t.Fatalf("no check %q", path)
+	return nil
+}
+
+func TestSuiteDetectsFlaws(t *testing.T) {
+	cases := []struct {
+		name   string
+		flaw   flaw
+		checks []string // each must fail
+	}{
+		{"DropEvery50thPut", dropEvery50thPut, []string{"Random/MaxP128", "Random/MaxP8Partial", "Rescale/2to3"}},
+		{"SortedMapDescending", sortedDescending, []string{"Contract/SortedMap", "Contract/SortedMapRange", "Random/MaxP1"}},
+		{"EmptyUpdateKeepsList", emptyUpdateKeepsList, []string{"Contract/List", "Random/MaxP128"}},
+		{"AliasesCallerValues", aliasesValues, []string{"Contract/CopiesInputs", "Random/MaxP128"}},
+		{"StaleSnapshot", staleSnapshot, []string{"Contract/Snapshot", "Random/MaxP128", "SnapshotsWhileWriting/Overlap"}},
+		{"SecondReleaseSucceeds", secondReleaseSucceeds, []string{"Contract/SnapshotRelease", "Random/MaxP128"}},
+		{"DeleteAllOneNamespace", deleteAllOneNamespace, []string{"Contract/NamespacesAndDeleteAll", "Random/MaxP128"}},
+		{"RestoreDropsLists", restoreDropsLists, []string{"Contract/Restore", "Restore/Fresh", "Rescale/1to4", "Rescale/4to1"}},
+		{"NamespacesRepeats", namespacesRepeats, []string{"Contract/NamespacesAndDeleteAll", "Random/MaxP8Partial"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, path := range c.checks {
+				err := runCheck(t, newFlawed(c.flaw), path)
+				if err == nil {
+					t.Errorf("check %s passed a store whose flaw it must catch", path)
+					continue
+				}
+				t.Logf("%s failed as it should: %.300s", path, err)
+			}
+		})
+	}
+}
+
+// TestSuitePassesUnflawedWrapper checks that the flaw wrappers themselves
+// are transparent when no flaw is set: the failures above come from the
+// flaws.
+func TestSuitePassesUnflawedWrapper(t *testing.T) {
+	for _, path := range []string{"Contract/SortedMapRange", "Contract/CopiesInputs", "Random/MaxP8Partial", "Rescale/3to2"} {
+		if err := runCheck(t, newFlawed(0), path, WithScale(0.3)); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
+func TestSuiteDetectsMissingOwnershipCheck(t *testing.T) {
+	factory := func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		cfg, err := cfg.Normalize()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		// A model owning every key group, reporting the configured range.
+		m, err := NewModel(runtime.StoreConfig{MaxParallelism: cfg.MaxParallelism})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return configLiar{m, cfg}
+	}
+	for _, path := range []string{"Contract/KeyGroupNotOwned", "Random/MaxP8Partial"} {
+		err := runCheck(t, factory, path)
+		if err == nil {
+			t.Errorf("%s passed a store that accepts keys it does not own", path)
+			continue
+		}
+		if !strings.Contains(err.Error(), "ErrKeyGroupNotOwned") && !strings.Contains(err.Error(), runtime.ErrKeyGroupNotOwned.Error()) {
+			t.Errorf("%s failed, but not for the missing ownership check: %v", path, err)
+		}
+	}
+}
+
+// configLiar owns every key group but reports cfg.
+type configLiar struct {
+	*Model
+	cfg runtime.StoreConfig
+}
+
+func (c configLiar) Config() runtime.StoreConfig { return c.cfg }
+
+// TestSnapshotCodecIsUsed checks that snapshots really go through the codec
+// option: a codec that drops one entry must make the restore checks fail,
+// and a faithful one (through bytes) must pass them.
+func TestSnapshotCodecIsUsed(t *testing.T) {
+	model := func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		m, err := NewModel(cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return m
+	}
+	var calls atomic.Int64 // the codec runs on several goroutines at once
+	faithful := func(tb testing.TB, v runtime.View) (runtime.View, error) {
+		calls.Add(1)
+		b, err := encodeView(v)
+		if err != nil {
+			return nil, err
+		}
+		return decodeView(b)
+	}
+	for _, path := range []string{"Contract/Restore", "Restore/Fresh", "Rescale/2to3", "SnapshotsWhileWriting/Overlap"} {
+		if err := runCheck(t, model, path, WithSnapshotCodec(faithful), WithScale(0.3)); err != nil {
+			t.Errorf("%s through a faithful codec: %v", path, err)
+		}
+	}
+	if calls.Load() == 0 {
+		t.Fatal("the snapshot codec was never called")
+	}
+	lossy := func(tb testing.TB, v runtime.View) (runtime.View, error) {
+		mv, err := CopyView(v)
+		if err != nil {
+			return nil, err
+		}
+		for _, groups := range mv.data {
+			for kg, entries := range groups {
+				if len(entries) > 0 {
+					groups[kg] = entries[:len(entries)-1]
+					return mv, nil
+				}
+			}
+		}
+		return mv, nil
+	}
+	for _, path := range []string{"Contract/Restore", "Restore/Fresh", "Rescale/3to2", "SnapshotsWhileWriting/Overlap"} {
+		if err := runCheck(t, model, path, WithSnapshotCodec(lossy)); err == nil {
+			t.Errorf("%s passed through a codec that drops an entry", path)
+		}
+	}
+	failing := func(tb testing.TB, v runtime.View) (runtime.View, error) {
+		return nil, errors.New("disk full")
+	}
+	if err := runCheck(t, model, "SnapshotsWhileWriting/Overlap", WithSnapshotCodec(failing)); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("a failing codec: got %v, want the codec's error", err)
+	}
+}
+
+// encodeView and decodeView are a tiny serialized form of a View (uvarint
+// length-prefixed fields), standing in for the checkpoint format in
+// TestSnapshotCodecIsUsed.
+func encodeView(v runtime.View) ([]byte, error) {
+	var b []byte
+	num := func(n int) { b = binary.AppendUvarint(b, uint64(n)) }
+	str := func(s []byte) { num(len(s)); b = append(b, s...) }
+	num(v.MaxParallelism())
+	num(v.KeyGroups().Start)
+	num(v.KeyGroups().End)
+	num(len(v.States()))
+	for _, s := range v.States() {
+		str([]byte(s.Name))
+		num(int(s.Kind))
+		num(map[bool]int{false: 0, true: 1}[s.SubKeyed])
+		str([]byte(s.Fingerprint))
+		for kg := range v.KeyGroups().All() {
+			err := v.Scan(s.Name, kg, func(e runtime.Entry) error {
+				num(1 + kg)
+				str(e.Key)
+				str(e.Namespace)
+				str(e.UserKey)
+				str(e.Value)
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		num(0)
+	}
+	return b, nil
+}
+
+func decodeView(b []byte) (*MemView, error) {
+	var bad error
+	num := func() int {
+		n, k := binary.Uvarint(b)
+		if k <= 0 {
+			bad = errors.New("truncated")
+			return 0
+		}
+		b = b[k:]
+		return int(n)
+	}
+	str := func() []byte {
+		n := num()
+		if n > len(b) {
+			bad = errors.New("truncated")
+			return nil
+		}
+		s := bytes.Clone(b[:n])
+		b = b[n:]
+		return s
+	}
+	mv := &MemView{data: make(map[string]map[int][]runtime.Entry)}
+	mv.maxP = num()
+	mv.groups = runtime.KeyGroupRange{Start: num(), End: num()}
+	for range num() {
+		s := runtime.StateSpec{Name: string(str()), Kind: runtime.Kind(num()), SubKeyed: num() == 1, Fingerprint: string(str())}
+		mv.specs = append(mv.specs, s)
+		groups := make(map[int][]runtime.Entry)
+		for bad == nil {
+			kg := num() - 1
+			if kg < 0 {
+				break
+			}
+			groups[kg] = append(groups[kg], runtime.Entry{Key: str(), Namespace: str(), UserKey: str(), Value: str()})
+		}
+		mv.data[s.Name] = groups
+	}
+	if bad == nil && len(b) > 0 {
+		bad = errors.New("trailing bytes")
+	}
+	return mv, bad
+}

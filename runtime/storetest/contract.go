@@ -1,0 +1,1065 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// The contract checks: deterministic examples of each rule of runtime.Store,
+// written out so that a failure names the rule.
+
+func contractChecks() []check {
+	return []check{
+		{"Config", checkConfig},
+		{"Register", checkRegister},
+		{"RegisterInvalid", checkRegisterInvalid},
+		{"Value", checkValue},
+		{"List", checkList},
+		{"Map", checkMap},
+		{"SortedMap", checkSortedMap},
+		{"SortedMapRange", checkSortedMapRange},
+		{"NamespacesAndDeleteAll", checkNamespacesAndDeleteAll},
+		{"EarlyStop", checkEarlyStop},
+		{"EmptyEncodings", checkEmptyEncodings},
+		{"CopiesInputs", checkCopiesInputs},
+		{"KeyGroupNotOwned", checkKeyGroupNotOwned},
+		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
+		{"Closed", checkClosed},
+		{"Snapshot", checkSnapshot},
+		{"SnapshotRelease", checkSnapshotRelease},
+		{"Restore", checkRestore},
+		{"RestoreErrors", checkRestoreErrors},
+	}
+}
+
+const mp = runtime.DefaultMaxParallelism
+
+// key returns the Key of an encoded key and namespace with maxParallelism mp.
+func key(k, ns []byte) runtime.Key { return runtime.MakeKey(k, ns, mp) }
+
+// u32 returns the Key of the uint32-encoded key i and the encoded namespace
+// ns (nil for keyed states).
+func u32(i uint32, ns []byte) runtime.Key { return key(encUint32(i), ns) }
+
+// kinds lists the four kinds.
+var kinds = []runtime.Kind{runtime.KindValue, runtime.KindList, runtime.KindMap, runtime.KindSortedMap}
+
+// specFor returns the spec of a test state of kind k.
+func specFor(prefix string, k runtime.Kind, subKeyed bool) runtime.StateSpec {
+	n := prefix + "." + k.String()
+	if subKeyed {
+		n += ".sub"
+	}
+	return runtime.StateSpec{Name: n, Kind: k, SubKeyed: subKeyed, Fingerprint: "fp:" + k.String()}
+}
+
+// twoNamespaces returns two distinct namespaces for a sub-keyed state, and
+// nil twice for a keyed one.
+func twoNamespaces(subKeyed bool) ([]byte, []byte) {
+	if !subKeyed {
+		return nil, nil
+	}
+	return encString("w1"), encString("w2")
+}
+
+var keyedAndSubKeyed = []bool{false, true}
+
+func checkConfig(e *env) {
+	for _, cfg := range []runtime.StoreConfig{
+		{},
+		{MaxParallelism: 1},
+		{MaxParallelism: 64, KeyGroups: runtime.KeyGroupRange{Start: 8, End: 40}},
+		{MaxParallelism: runtime.UpperBoundMaxParallelism, KeyGroups: runtime.KeyGroupRange{Start: 32767, End: 32768}},
+	} {
+		s := e.newStore(cfg) // checks Config()
+		if got := s.States(); len(got) != 0 {
+			fail("a new store made with %+v has states %v", cfg, got)
+		}
+		must(s.Close(), "Close")
+	}
+}
+
+func checkRegister(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	// States sorted by name, whatever the order of registration.
+	var specs []runtime.StateSpec
+	for _, n := range []string{"reg.c", "reg.a", "reg.b"} {
+		spec := runtime.StateSpec{Name: n, Kind: runtime.KindValue, Fingerprint: "v1"}
+		register(s, spec)
+		specs = append(specs, spec)
+	}
+	expectEq("States()", []runtime.StateSpec{specs[1], specs[2], specs[0]}, s.States())
+
+	// Every kind, keyed and sub-keyed, implements its interface (register checks it).
+	for _, k := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			register(s, specFor("reg", k, sub))
+		}
+	}
+
+	// Registering again with the same spec returns the same state.
+	spec := runtime.StateSpec{Name: "reg.same", Kind: runtime.KindMap, SubKeyed: true, Fingerprint: "fp"}
+	st1 := register(s, spec)
+	k := u32(1, encString("ns"))
+	putMap(st1, k, encString("u"), []byte("v"))
+	st2 := register(s, spec)
+	if v, ok := getMap(st2, k, encString("u")); !ok || v != "v" {
+		fail("a state registered twice: the second handle reads (%q, %v), want (\"v\", true)", v, ok)
+	}
+
+	// Another kind, sub-keying or fingerprint under the same name: mismatch.
+	const mismatch = "reg.mismatch-name"
+	orig := runtime.StateSpec{Name: mismatch, Kind: runtime.KindValue, SubKeyed: false, Fingerprint: "v1"}
+	st := register(s, orig)
+	putValue(st, u32(7, nil), []byte("kept"))
+	for _, other := range []runtime.StateSpec{
+		{Name: mismatch, Kind: runtime.KindList, SubKeyed: false, Fingerprint: "v1"},
+		{Name: mismatch, Kind: runtime.KindSortedMap, SubKeyed: false, Fingerprint: "v1"},
+		{Name: mismatch, Kind: runtime.KindValue, SubKeyed: true, Fingerprint: "v1"},
+		{Name: mismatch, Kind: runtime.KindValue, SubKeyed: false, Fingerprint: "v2"},
+		{Name: mismatch, Kind: runtime.KindValue, SubKeyed: false, Fingerprint: ""},
+	} {
+		_, err := s.Register(other)
+		wantErr(err, runtime.ErrStateMismatch, fmt.Sprintf("Register(%v) after Register(%v)", other, orig), mismatch)
+	}
+	st = register(s, orig)
+	if v, ok := getValue(st, u32(7, nil)); !ok || v != "kept" {
+		fail("after failed mismatching registrations, state %q reads (%q, %v), want (\"kept\", true)", mismatch, v, ok)
+	}
+	for _, spec := range s.States() {
+		if spec.Name == mismatch && spec != orig {
+			fail("States() reports %v after failed registrations, want %v", spec, orig)
+		}
+	}
+}
+
+func checkRegisterInvalid(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	invalid := []runtime.StateSpec{
+		{Name: "", Kind: runtime.KindValue},
+		{Name: "a/b", Kind: runtime.KindValue},
+		{Name: `a\b`, Kind: runtime.KindValue},
+		{Name: "..", Kind: runtime.KindValue},
+		{Name: ".", Kind: runtime.KindValue},
+		{Name: "a\x00b", Kind: runtime.KindValue},
+		{Name: "a\nb", Kind: runtime.KindValue},
+		{Name: "\xff", Kind: runtime.KindValue},
+		{Name: strings.Repeat("n", runtime.MaxStateNameLen+1), Kind: runtime.KindValue},
+		{Name: "no.kind"},
+		{Name: "bad.kind", Kind: runtime.Kind(9)},
+		{Name: "bad.fingerprint", Kind: runtime.KindValue, Fingerprint: "\xff"},
+	}
+	for _, spec := range invalid {
+		st, err := s.Register(spec)
+		wantErr(err, runtime.ErrInvalidState, fmt.Sprintf("Register(%v)", spec))
+		if st != nil {
+			fail("Register(%v) failed but returned a state", spec)
+		}
+	}
+	if got := s.States(); len(got) != 0 {
+		fail("States() = %v after only invalid registrations", got)
+	}
+	// The longest valid name is fine.
+	register(s, runtime.StateSpec{Name: strings.Repeat("n", runtime.MaxStateNameLen), Kind: runtime.KindValue})
+}
+
+func checkValue(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	for _, sub := range keyedAndSubKeyed {
+		st := register(s, specFor("value", runtime.KindValue, sub))
+		ns1, ns2 := twoNamespaces(sub)
+		k1 := u32(1, ns1)
+		expect := func(k runtime.Key, want string, wantFound bool, when string) {
+			v, found := getValue(st, k)
+			if v != want || found != wantFound {
+				fail("%s: %s.Get(%s) = (%q, %v), want (%q, %v)", when, name(st), keyDesc(k), v, found, want, wantFound)
+			}
+		}
+		expect(k1, "", false, "absent key")
+		putValue(st, k1, []byte("v1"))
+		expect(k1, "v1", true, "after Put")
+		putValue(st, k1, []byte("v2"))
+		expect(k1, "v2", true, "Put replaces")
+		putValue(st, k1, []byte{})
+		expect(k1, "", true, "an empty value is found")
+		putValue(st, k1, nil)
+		expect(k1, "", true, "a nil value is stored as an empty value")
+		putValue(st, k1, []byte("v3"))
+		expect(u32(2, ns1), "", false, "another key")
+		if sub {
+			expect(u32(1, ns2), "", false, "another namespace")
+			putValue(st, u32(1, ns2), []byte("other"))
+			expect(k1, "v3", true, "after a Put to another namespace")
+		}
+		must(st.Clear(k1), "Clear")
+		expect(k1, "", false, "after Clear")
+		must(st.Clear(k1), "Clear of an absent entry")
+		if sub {
+			expect(u32(1, ns2), "other", true, "another namespace after Clear")
+		}
+	}
+}
+
+func checkList(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	for _, sub := range keyedAndSubKeyed {
+		st := register(s, specFor("list", runtime.KindList, sub))
+		ls := st.(runtime.ListState)
+		ns1, ns2 := twoNamespaces(sub)
+		k1, k2 := u32(1, ns1), u32(2, ns1)
+		expect := func(k runtime.Key, want []string, when string) {
+			expectEq(fmt.Sprintf("%s: %s.Get(%s)", when, name(st), keyDesc(k)), want, getList(st, k, 0))
+			nss := namespaces(st, k)
+			if has := indexOf(nss, string(k.Namespace)) >= 0; has != (len(want) > 0) {
+				fail("%s: %s.Namespaces(%s) = %q: a list exists exactly when it is not empty", when, name(st), keyDesc(k), nss)
+			}
+		}
+		expect(k1, []string{}, "absent list")
+		must(ls.Add(k1, []byte("a")), "Add")
+		must(ls.Add(k1, []byte("b")), "Add")
+		must(ls.AddAll(k1, [][]byte{[]byte("c"), []byte("d")}), "AddAll")
+		expect(k1, []string{"a", "b", "c", "d"}, "Add, Add, AddAll")
+		must(ls.Add(k1, []byte("a")), "Add")
+		expect(k1, []string{"a", "b", "c", "d", "a"}, "duplicates are kept")
+		must(ls.AddAll(k1, nil), "AddAll(nil)")
+		must(ls.AddAll(k1, [][]byte{}), "AddAll(empty)")
+		expect(k1, []string{"a", "b", "c", "d", "a"}, "AddAll with no elements")
+		must(ls.Update(k1, [][]byte{[]byte("x"), []byte("y")}), "Update")
+		expect(k1, []string{"x", "y"}, "Update replaces")
+		must(ls.Update(k1, nil), "Update(nil)")
+		expect(k1, []string{}, "Update with no elements removes the list")
+		must(ls.AddAll(k2, nil), "AddAll(nil) of an absent list")
+		must(ls.Update(k2, [][]byte{}), "Update(empty) of an absent list")
+		expect(k2, []string{}, "AddAll and Update with no elements do not create a list")
+		must(ls.Add(k2, nil), "Add(nil)")
+		must(ls.AddAll(k2, [][]byte{{}, []byte("z"), nil}), "AddAll with empty elements")
+		expect(k2, []string{"", "", "z", ""}, "empty elements are elements")
+		must(ls.AddAll(k1, [][]byte{[]byte("p")}), "AddAll creates")
+		expect(k1, []string{"p"}, "AddAll of an absent list creates it")
+		if sub {
+			k3 := u32(1, ns2)
+			must(ls.Add(k3, []byte("q")), "Add")
+			expect(k1, []string{"p"}, "after an Add to another namespace")
+			expect(k3, []string{"q"}, "the other namespace")
+		}
+		must(st.Clear(k1), "Clear")
+		expect(k1, []string{}, "after Clear")
+		must(st.Clear(k1), "Clear of an absent list")
+	}
+}
+
+// checkMapCommon checks the rules Map and SortedMap share.
+func checkMapCommon(e *env, kind runtime.Kind) {
+	s := e.newStore(runtime.StoreConfig{})
+	for _, sub := range keyedAndSubKeyed {
+		st := register(s, specFor("map", kind, sub))
+		ms := st.(runtime.MapState)
+		ns1, ns2 := twoNamespaces(sub)
+		k1 := u32(1, ns1)
+		u1, u2, u3 := encString("u1"), encString("u2"), encString("u3")
+		expectGet := func(k runtime.Key, uk []byte, want string, wantFound bool, when string) {
+			v, found := getMap(st, k, uk)
+			if v != want || found != wantFound {
+				fail("%s: %s.Get(%s, %x) = (%q, %v), want (%q, %v)", when, name(st), keyDesc(k), uk, v, found, want, wantFound)
+			}
+		}
+		expectAll := func(k runtime.Key, want []kv, when string) {
+			expectEq(fmt.Sprintf("%s: %s.Iterate(%s) (sorted)", when, name(st), keyDesc(k)), want, iterateSorted(st, k))
+		}
+		expectGet(k1, u1, "", false, "absent map")
+		expectAll(k1, []kv{}, "absent map")
+		must(ms.Delete(k1, u1), "Delete from an absent map")
+		expectAll(k1, []kv{}, "Delete from an absent map")
+		putMap(st, k1, u1, []byte("v1"))
+		putMap(st, k1, u2, []byte("v2"))
+		expectGet(k1, u1, "v1", true, "after Put")
+		expectGet(k1, u2, "v2", true, "after Put")
+		expectGet(k1, u3, "", false, "absent user key")
+		putMap(st, k1, u1, []byte("v1b"))
+		expectGet(k1, u1, "v1b", true, "Put replaces")
+		putMap(st, k1, u3, []byte{})
+		expectGet(k1, u3, "", true, "an empty value is found")
+		expectAll(k1, []kv{{string(u1), "v1b"}, {string(u2), "v2"}, {string(u3), ""}}, "after Puts")
+		must(ms.Delete(k1, u2), "Delete")
+		expectGet(k1, u2, "", false, "after Delete")
+		must(ms.Delete(k1, u2), "Delete of an absent user key")
+		expectAll(k1, []kv{{string(u1), "v1b"}, {string(u3), ""}}, "after Delete")
+		if sub {
+			putMap(st, u32(1, ns2), u1, []byte("other"))
+			expectGet(k1, u1, "v1b", true, "after a Put to another namespace")
+		}
+		must(ms.Delete(k1, u1), "Delete")
+		must(ms.Delete(k1, u3), "Delete")
+		expectAll(k1, []kv{}, "after deleting every entry")
+		if got := namespaces(st, k1); sub && (len(got) != 1 || got[0] != string(ns2)) || !sub && len(got) != 0 {
+			fail("%s: a map whose entries were all deleted still exists: Namespaces = %q", name(st), got)
+		}
+		putMap(st, k1, u1, []byte("again"))
+		must(st.Clear(k1), "Clear")
+		expectAll(k1, []kv{}, "after Clear")
+		must(st.Clear(k1), "Clear of an absent map")
+		if sub {
+			expectAll(u32(1, ns2), []kv{{string(u1), "other"}}, "another namespace after Clear")
+		}
+	}
+}
+
+func checkMap(e *env) { checkMapCommon(e, runtime.KindMap) }
+
+// sortedKeys are user keys whose encodings sort in this (logical) order,
+// with varied lengths and 0x00 and 0xff bytes.
+var sortedKeys = []string{"", "\x00", "\x00\x00", "a", "a\x00", "ab", "b", "\xff", "\xff\xff"}
+
+func checkSortedMap(e *env) {
+	checkMapCommon(e, runtime.KindSortedMap)
+	s := e.newStore(runtime.StoreConfig{})
+	for _, sub := range keyedAndSubKeyed {
+		st := register(s, specFor("sorted", runtime.KindSortedMap, sub))
+		ns1, _ := twoNamespaces(sub)
+		k := u32(1, ns1)
+		// Insert in a scrambled order.
+		for _, i := range []int{4, 0, 8, 2, 6, 1, 7, 3, 5} {
+			putMap(st, k, encString(sortedKeys[i]), []byte(fmt.Sprintf("v%d", i)))
+		}
+		var want []kv
+		for i, s := range sortedKeys {
+			want = append(want, kv{string(encString(s)), fmt.Sprintf("v%d", i)})
+		}
+		expectEq(fmt.Sprintf("%s.Iterate: ascending by encoded user key", name(st)), want, iterate(st, k, 0))
+	}
+}
+
+func checkSortedMapRange(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	enc := func(s string) []byte { return encString(s) }
+	for _, sub := range keyedAndSubKeyed {
+		st := register(s, specFor("range", runtime.KindSortedMap, sub))
+		ns1, _ := twoNamespaces(sub)
+		k := u32(1, ns1)
+		for i, s := range sortedKeys {
+			putMap(st, k, enc(s), []byte(fmt.Sprintf("v%d", i)))
+		}
+		all := sortedKeys
+		cases := []struct {
+			lo, hi  []byte
+			reverse bool
+			limit   int
+			want    []string // logical user keys
+		}{
+			{nil, nil, false, 0, all},
+			{nil, nil, true, 0, reversed(all)},
+			{[]byte{}, nil, false, 0, all},
+			{nil, []byte{}, false, 0, nil},
+			{nil, []byte{}, true, 0, nil},
+			{[]byte{}, []byte{}, false, 0, nil},
+			{enc("a"), enc("b"), false, 0, []string{"a", "a\x00", "ab"}},
+			{enc("a"), enc("b"), true, 0, []string{"ab", "a\x00", "a"}},
+			{enc("a"), enc("a"), false, 0, nil},
+			{enc("b"), enc("a"), false, 0, nil},
+			{enc("b"), enc("a"), true, 0, nil},
+			{enc("a"), nil, false, 0, []string{"a", "a\x00", "ab", "b", "\xff", "\xff\xff"}},
+			{nil, enc("a"), false, 0, []string{"", "\x00", "\x00\x00"}},
+			{nil, enc("a"), true, 0, []string{"\x00\x00", "\x00", ""}},
+			// Bounds that are not user keys of the map.
+			{[]byte("a"), []byte("b"), false, 0, []string{"a", "a\x00", "ab"}},
+			{[]byte{0}, []byte{0, 0xff, 0, 2}, false, 0, []string{"", "\x00"}},
+			{enc("\xff\xff\xff"), nil, false, 0, nil},
+			{nil, []byte{0}, false, 0, nil},
+			// First and Last.
+			{nil, nil, false, 1, []string{""}},
+			{nil, nil, true, 1, []string{"\xff\xff"}},
+			{enc("a"), enc("b"), true, 2, []string{"ab", "a\x00"}},
+		}
+		for _, c := range cases {
+			want := []kv{}
+			for _, u := range c.want {
+				want = append(want, kv{string(enc(u)), fmt.Sprintf("v%d", indexOf(sortedKeys, u))})
+			}
+			got := rangeOf(st, k, c.lo, c.hi, c.reverse, c.limit)
+			expectEq(fmt.Sprintf("%s.Range(lo=%s, hi=%s, reverse=%v) stopped after %d",
+				name(st), boundDesc(c.lo), boundDesc(c.hi), c.reverse, c.limit), want, got)
+		}
+		if got := rangeOf(st, u32(2, ns1), nil, nil, false, 0); len(got) != 0 {
+			fail("%s.Range of an absent map yields %v", name(st), got)
+		}
+	}
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func checkNamespacesAndDeleteAll(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	keys := sameGroupKeys(mp, runtime.FullRange(mp), 3)
+	for _, k := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("ns", k, sub))
+			ns1, ns2 := twoNamespaces(sub)
+			a1, a2, b1 := key(keys[0], ns1), key(keys[0], ns2), key(keys[1], ns1)
+			absent := key(keys[2], ns1)
+			write(st, a1, "a1")
+			write(st, a2, "a2")
+			write(st, b1, "b1")
+			wantA, wantB := []string{""}, []string{""}
+			if sub {
+				wantA, wantB = []string{string(ns1), string(ns2)}, []string{string(ns1)}
+			}
+			expectEq(name(st)+".Namespaces of a key with entries", wantA, namespaces(st, a1))
+			expectEq(name(st)+".Namespaces of another key of the same key group", wantB, namespaces(st, b1))
+			expectEq(name(st)+".Namespaces of an absent key", []string{}, namespaces(st, absent))
+			// Namespaces and DeleteAll ignore k.Namespace.
+			other := key(keys[0], encString("ignored"))
+			expectEq(name(st)+".Namespaces ignores k.Namespace", wantA, namespaces(st, other))
+
+			must(st.Clear(a1), "Clear")
+			wantA = []string{}
+			if sub {
+				wantA = []string{string(ns2)}
+			}
+			expectEq(name(st)+".Namespaces after Clear of one namespace", wantA, namespaces(st, a1))
+
+			bBefore := readAll(st, b1)
+			write(st, a1, "a1")
+			must(st.DeleteAll(other), "DeleteAll")
+			expectEq(name(st)+".Namespaces after DeleteAll", []string{}, namespaces(st, a1))
+			expectEq(name(st)+" content after DeleteAll", []string{}, readAll(st, a1))
+			expectEq(name(st)+" content after DeleteAll", []string{}, readAll(st, a2))
+			expectEq(name(st)+": DeleteAll of one key changes another key of its key group", bBefore, readAll(st, b1))
+			expectEq(name(st)+".Namespaces of another key after DeleteAll", wantB, namespaces(st, b1))
+			must(st.DeleteAll(absent), "DeleteAll of an absent key")
+		}
+	}
+}
+
+func checkEarlyStop(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	k := u32(1, encString("w"))
+	ls := register(s, specFor("stop", runtime.KindList, true))
+	must(ls.(runtime.ListState).AddAll(k, [][]byte{[]byte("a"), []byte("b"), []byte("c")}), "AddAll")
+	expectEq("list Get stopped after one element", []string{"a"}, getList(ls, k, 1))
+	expectEq("list Get stopped after two elements", []string{"a", "b"}, getList(ls, k, 2))
+	for _, kind := range []runtime.Kind{runtime.KindMap, runtime.KindSortedMap} {
+		st := register(s, specFor("stop", kind, true))
+		for _, u := range []string{"a", "b", "c"} {
+			putMap(st, k, encString(u), []byte(u))
+		}
+		if got := iterate(st, k, 1); len(got) != 1 {
+			fail("%s.Iterate stopped after one entry yields %v", name(st), got)
+		}
+	}
+	for _, kind := range kinds {
+		st := register(s, specFor("stopns", kind, true))
+		for _, ns := range []string{"x", "y", "z"} {
+			write(st, u32(1, encString(ns)), "v")
+		}
+		calls, again := 0, false
+		must(st.Namespaces(k, func([]byte) bool {
+			if calls > 0 {
+				again = true
+			}
+			calls++
+			return false
+		}), "Namespaces")
+		if again {
+			fail("%s.Namespaces called its callback after it returned false", name(st))
+		}
+		if calls != 1 {
+			fail("%s.Namespaces called its callback %d times, want 1", name(st), calls)
+		}
+	}
+}
+
+func checkEmptyEncodings(e *env) {
+	// A unit-like key, namespace or user key encodes as zero bytes; it is a
+	// valid encoding (the only one of its codec) and must not be confused
+	// with "absent".
+	s := e.newStore(runtime.StoreConfig{})
+	empty := []byte{}
+	k := key(empty, empty)
+	kKeyed := key(empty, nil)
+
+	v := register(s, runtime.StateSpec{Name: "empty.value", Kind: runtime.KindValue})
+	putValue(v, kKeyed, empty)
+	if got, ok := getValue(v, kKeyed); !ok || got != "" {
+		fail("value at the empty key: Get = (%q, %v), want (\"\", true)", got, ok)
+	}
+	expectEq("Namespaces of the empty key", []string{""}, namespaces(v, kKeyed))
+
+	l := register(s, runtime.StateSpec{Name: "empty.list", Kind: runtime.KindList, SubKeyed: true})
+	must(l.(runtime.ListState).Add(k, empty), "Add")
+	expectEq("list at the empty key and namespace", []string{""}, getList(l, k, 0))
+	expectEq("Namespaces of the empty key", []string{""}, namespaces(l, k))
+
+	m := register(s, runtime.StateSpec{Name: "empty.sorted", Kind: runtime.KindSortedMap, SubKeyed: true})
+	putMap(m, k, empty, empty)
+	if got, ok := getMap(m, k, empty); !ok || got != "" {
+		fail("sorted map at the empty key, namespace and user key: Get = (%q, %v), want (\"\", true)", got, ok)
+	}
+	if got, ok := getMap(m, k, nil); !ok || got != "" {
+		fail("sorted map: Get with a nil user key = (%q, %v), want the empty user key's (\"\", true)", got, ok)
+	}
+	expectEq("Iterate", []kv{{"", ""}}, iterate(m, k, 0))
+	expectEq("Range(nil, nil)", []kv{{"", ""}}, rangeOf(m, k, nil, nil, false, 0))
+	expectEq("Range(empty, nil)", []kv{{"", ""}}, rangeOf(m, k, empty, nil, true, 0))
+	expectEq("Range(nil, empty)", []kv{}, rangeOf(m, k, nil, empty, false, 0))
+	expectEq("Namespaces", []string{""}, namespaces(m, k))
+
+	g := runtime.KeyGroupOfHash(runtime.HashKey(nil), mp)
+	want := expectContents(mp, runtime.FullRange(mp), s.States(),
+		namedRecord{"empty.value", Record{}},
+		namedRecord{"empty.list", Record{}},
+		namedRecord{"empty.sorted", Record{}},
+	)
+	expectEq(fmt.Sprintf("snapshot with entries at empty encodings (key group %d)", g), want, dumpStore(s))
+
+	must(m.DeleteAll(k), "DeleteAll")
+	expectEq("Iterate after DeleteAll", []kv{}, iterate(m, k, 0))
+	must(l.(runtime.ListState).Update(k, nil), "Update(nil)")
+	expectEq("list after Update(nil)", []string{}, getList(l, k, 0))
+}
+
+func checkCopiesInputs(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	scribble := func(bufs ...[]byte) {
+		for _, b := range bufs {
+			for i := range b {
+				b[i] = '#'
+			}
+		}
+	}
+
+	// Value: the key, namespace and value buffers are reused after Put.
+	vs := register(s, specFor("copy", runtime.KindValue, true))
+	kb, nb, vb := encUint32(1), encString("ns"), []byte("value-1")
+	putValue(vs, key(kb, nb), vb)
+	copy(kb, encUint32(2))
+	copy(nb, encString("zz"))
+	scribble(vb)
+	if v, ok := getValue(vs, u32(1, encString("ns"))); !ok || v != "value-1" {
+		fail("value: after the caller reused its buffers, Get = (%q, %v), want (\"value-1\", true)", v, ok)
+	}
+	if v, ok := getValue(vs, key(kb, nb)); ok {
+		fail("value: a key never written is found with %q after the caller reused the buffers of another key", v)
+	}
+
+	// Get's result is the caller's to read, but the caller's later writes to
+	// its own buffers must not reach it.
+	ls := register(s, specFor("copy", runtime.KindList, false))
+	buf := []byte("e1e2e3")
+	k := u32(3, nil)
+	must(ls.(runtime.ListState).Add(k, buf[0:2]), "Add")
+	must(ls.(runtime.ListState).AddAll(k, [][]byte{buf[2:4], buf[4:6]}), "AddAll")
+	scribble(buf)
+	expectEq("list after the caller reused its buffers (Add, AddAll)", []string{"e1", "e2", "e3"}, getList(ls, k, 0))
+	buf = []byte("u1u2")
+	must(ls.(runtime.ListState).Update(k, [][]byte{buf[0:2], buf[2:4]}), "Update")
+	scribble(buf)
+	expectEq("list after the caller reused its buffers (Update)", []string{"u1", "u2"}, getList(ls, k, 0))
+
+	for _, kind := range []runtime.Kind{runtime.KindMap, runtime.KindSortedMap} {
+		ms := register(s, specFor("copy", kind, true))
+		kb, nb := encUint32(4), encString("ns")
+		ub, vb := encString("user"), []byte("val")
+		putMap(ms, key(kb, nb), ub, vb)
+		scribble(kb, nb, ub, vb)
+		expectEq(kind.String()+" after the caller reused its buffers",
+			[]kv{{string(encString("user")), "val"}}, iterate(ms, u32(4, encString("ns")), 0))
+	}
+}
+
+func checkKeyGroupNotOwned(e *env) {
+	owned := runtime.KeyGroupRange{Start: 0, End: mp / 2}
+	s := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: owned})
+	kIn := keyInGroups(mp, owned, false)
+	kOut := keyInGroups(mp, owned, true)
+	for _, kind := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("owned", kind, sub))
+			ns, _ := twoNamespaces(sub)
+			in, out := key(kIn, ns), key(kOut, ns)
+			write(st, in, "fine")
+			before := readAll(st, in)
+			group := strconv.Itoa(out.Group)
+			expectNotOwned := func(op string, err error) {
+				wantErr(err, runtime.ErrKeyGroupNotOwned,
+					fmt.Sprintf("%s.%s of a key in key group %d, outside %v", name(st), op, out.Group, owned),
+					name(st), group)
+			}
+			expectNotOwned("Clear", st.Clear(out))
+			expectNotOwned("Namespaces", st.Namespaces(out, func([]byte) bool { return true }))
+			expectNotOwned("DeleteAll", st.DeleteAll(out))
+			v := []byte("v")
+			switch kind {
+			case runtime.KindValue:
+				vs := st.(runtime.ValueState)
+				_, _, err := vs.Get(out)
+				expectNotOwned("Get", err)
+				expectNotOwned("Put", vs.Put(out, v))
+			case runtime.KindList:
+				ls := st.(runtime.ListState)
+				expectNotOwned("Get", ls.Get(out, func([]byte) bool { return true }))
+				expectNotOwned("Add", ls.Add(out, v))
+				expectNotOwned("AddAll", ls.AddAll(out, [][]byte{v}))
+				expectNotOwned("Update", ls.Update(out, [][]byte{v}))
+			default:
+				ms := st.(runtime.MapState)
+				_, _, err := ms.Get(out, v)
+				expectNotOwned("Get", err)
+				expectNotOwned("Put", ms.Put(out, v, v))
+				expectNotOwned("Delete", ms.Delete(out, v))
+				expectNotOwned("Iterate", ms.Iterate(out, func(_, _ []byte) bool { return true }))
+				if kind == runtime.KindSortedMap {
+					expectNotOwned("Range", st.(runtime.SortedMapState).Range(out, nil, nil, false, func(_, _ []byte) bool { return true }))
+				}
+			}
+			expectEq(name(st)+" at an owned key after failed operations on a key not owned", before, readAll(st, in))
+		}
+	}
+	c := dumpStore(s)
+	for name, sc := range c.States {
+		for g := range sc.Groups {
+			if !owned.Contains(g) {
+				fail("state %q holds entries in key group %d, outside the store's %v", name, g, owned)
+			}
+		}
+	}
+}
+
+// checkNamespaceOnKeyedState: a keyed state has only the empty namespace;
+// writing or reading another is an ErrInvalidKey naming the state, and
+// leaves the state unchanged.
+func checkNamespaceOnKeyedState(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	for _, kind := range kinds {
+		st := register(s, specFor("keyedns", kind, false))
+		k := u32(7, nil)
+		write(st, k, "fine")
+		before := readAll(st, k)
+		bad := u32(7, encString("window"))
+		v := []byte("v")
+		expect := func(op string, err error) {
+			wantErr(err, runtime.ErrInvalidKey, fmt.Sprintf("%s.%s with a namespace on a keyed state", name(st), op), name(st))
+		}
+		expect("Clear", st.Clear(bad))
+		switch kind {
+		case runtime.KindValue:
+			expect("Put", st.(runtime.ValueState).Put(bad, v))
+		case runtime.KindList:
+			expect("Add", st.(runtime.ListState).Add(bad, v))
+		default:
+			expect("Put", st.(runtime.MapState).Put(bad, v, v))
+		}
+		expectEq(name(st)+" after rejected writes with a namespace", before, readAll(st, k))
+	}
+}
+
+func checkClosed(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	var states []runtime.State
+	for _, kind := range kinds {
+		st := register(s, specFor("closed", kind, true))
+		write(st, u32(1, encString("w")), "before close")
+		states = append(states, st)
+	}
+	want := dumpStore(s)
+	snap, err := s.Snapshot()
+	must(err, "Snapshot")
+	other := e.newStore(runtime.StoreConfig{})
+	otherSnap, err := other.Snapshot()
+	must(err, "Snapshot")
+	defer otherSnap.Release()
+
+	must(s.Close(), "Close")
+	must(s.Close(), "a second Close (Close is idempotent)")
+
+	_, err = s.Register(runtime.StateSpec{Name: "closed.new", Kind: runtime.KindValue})
+	wantErr(err, runtime.ErrClosed, "Register after Close")
+	_, err = s.Register(specFor("closed", runtime.KindValue, true))
+	wantErr(err, runtime.ErrClosed, "Register of an existing state after Close")
+	_, err = s.Snapshot()
+	wantErr(err, runtime.ErrClosed, "Snapshot after Close")
+	wantErr(s.Restore(otherSnap), runtime.ErrClosed, "Restore after Close")
+
+	k := u32(1, encString("w"))
+	v := []byte("v")
+	for _, st := range states {
+		closed := func(op string, err error) {
+			wantErr(err, runtime.ErrClosed, fmt.Sprintf("%s.%s after Close", name(st), op), name(st))
+		}
+		closed("Clear", st.Clear(k))
+		closed("Namespaces", st.Namespaces(k, func([]byte) bool { return true }))
+		closed("DeleteAll", st.DeleteAll(k))
+		switch st := st.(type) {
+		case runtime.ValueState:
+			_, _, err := st.Get(k)
+			closed("Get", err)
+			closed("Put", st.Put(k, v))
+		case runtime.ListState:
+			closed("Get", st.Get(k, func([]byte) bool { return true }))
+			closed("Add", st.Add(k, v))
+			closed("AddAll", st.AddAll(k, [][]byte{v}))
+			closed("Update", st.Update(k, nil))
+		case runtime.MapState:
+			_, _, err := st.Get(k, v)
+			closed("Get", err)
+			closed("Put", st.Put(k, v, v))
+			closed("Delete", st.Delete(k, v))
+			closed("Iterate", st.Iterate(k, func(_, _ []byte) bool { return true }))
+			if sm, ok := st.(runtime.SortedMapState); ok {
+				closed("Range", sm.Range(k, nil, nil, false, func(_, _ []byte) bool { return true }))
+			}
+		}
+	}
+
+	// A snapshot taken before Close stays readable until released.
+	got, err := Dump(snap)
+	must(err, "Dump of a snapshot taken before Close, after Close")
+	expectEq("snapshot taken before Close, read after Close", want, got)
+	must(snap.Release(), "Release of a snapshot after Close of its store")
+}
+
+func checkSnapshot(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	if got := s.States(); len(got) != 0 {
+		fail("new store has states %v", got)
+	}
+	emptySnap, err := s.Snapshot()
+	must(err, "Snapshot of an empty store")
+	expectEq("snapshot of an empty store", expectContents(mp, runtime.FullRange(mp), nil), mustDump(emptySnap))
+	must(emptySnap.Release(), "Release")
+
+	valueSpec := runtime.StateSpec{Name: "snap.value", Kind: runtime.KindValue, Fingerprint: "v"}
+	listSpec := runtime.StateSpec{Name: "snap.list", Kind: runtime.KindList, SubKeyed: true, Fingerprint: "l"}
+	mapSpec := runtime.StateSpec{Name: "snap.map", Kind: runtime.KindMap, SubKeyed: true}
+	vs := register(s, valueSpec)
+	ls := register(s, listSpec).(runtime.ListState)
+	k1, k2 := encUint32(1), encUint32(2)
+	n1, n2 := encString("n1"), encString("n2")
+	putValue(vs, key(k1, nil), []byte("a"))
+	putValue(vs, key(k2, nil), []byte{})
+	must(ls.AddAll(key(k1, n1), [][]byte{[]byte("x"), []byte("y")}), "AddAll")
+	must(ls.Add(key(k1, n2), []byte("z")), "Add")
+
+	s1, err := s.Snapshot()
+	must(err, "Snapshot")
+	specs1 := []runtime.StateSpec{listSpec, valueSpec}
+	expectEq("snapshot States(), sorted by name", specs1, s1.States())
+	if got := s1.MaxParallelism(); got != mp {
+		fail("snapshot MaxParallelism() = %d, want %d", got, mp)
+	}
+	if got := s1.KeyGroups(); got != runtime.FullRange(mp) {
+		fail("snapshot KeyGroups() = %v, want %v", got, runtime.FullRange(mp))
+	}
+	want1 := expectContents(mp, runtime.FullRange(mp), specs1,
+		namedRecord{"snap.value", Record{Key: string(k1), Value: "a"}},
+		namedRecord{"snap.value", Record{Key: string(k2), Value: ""}},
+		namedRecord{"snap.list", Record{Key: string(k1), Namespace: string(n1), Value: "x"}},
+		namedRecord{"snap.list", Record{Key: string(k1), Namespace: string(n1), Value: "y"}},
+		namedRecord{"snap.list", Record{Key: string(k1), Namespace: string(n2), Value: "z"}},
+	)
+	expectEq("snapshot", want1, mustDump(s1))
+
+	// Writes after Snapshot do not reach it.
+	putValue(vs, key(k1, nil), []byte("b"))
+	must(vs.Clear(key(k2, nil)), "Clear")
+	must(ls.Add(key(k1, n1), []byte("w")), "Add")
+	must(ls.Update(key(k1, n2), nil), "Update")
+	ms := register(s, mapSpec)
+	putMap(ms, key(k2, n1), encString("u"), []byte("m"))
+	expectEq("snapshot after later writes and registrations", want1, mustDump(s1))
+
+	s2, err := s.Snapshot()
+	must(err, "Snapshot")
+	specs2 := []runtime.StateSpec{listSpec, mapSpec, valueSpec}
+	want2 := expectContents(mp, runtime.FullRange(mp), specs2,
+		namedRecord{"snap.value", Record{Key: string(k1), Value: "b"}},
+		namedRecord{"snap.list", Record{Key: string(k1), Namespace: string(n1), Value: "x"}},
+		namedRecord{"snap.list", Record{Key: string(k1), Namespace: string(n1), Value: "y"}},
+		namedRecord{"snap.list", Record{Key: string(k1), Namespace: string(n1), Value: "w"}},
+		namedRecord{"snap.map", Record{Key: string(k2), Namespace: string(n1), UserKey: string(encString("u")), Value: "m"}},
+	)
+	expectEq("second snapshot", want2, mustDump(s2))
+	expectEq("first snapshot, while a second is live", want1, mustDump(s1))
+
+	// Scan errors.
+	g1 := runtime.KeyGroupOfHash(runtime.HashKey(k1), mp)
+	if err := s1.Scan("snap.nope", g1, func(runtime.Entry) error { return nil }); err == nil {
+		fail("Scan of an unknown state succeeded")
+	}
+	if err := s1.Scan("snap.map", g1, func(runtime.Entry) error { return nil }); err == nil {
+		fail("Scan of a state registered after the snapshot succeeded")
+	}
+	for _, g := range []int{-1, mp, mp + 1} {
+		if err := s1.Scan("snap.value", g, func(runtime.Entry) error { return nil }); err == nil {
+			fail("Scan of key group %d, outside %v, succeeded", g, s1.KeyGroups())
+		}
+	}
+	stop := errors.New("stop here")
+	calls := 0
+	err = s1.Scan("snap.list", g1, func(runtime.Entry) error { calls++; return stop })
+	if !errors.Is(err, stop) {
+		fail("Scan whose callback returned %q returned %v", stop, err)
+	}
+	if calls != 1 {
+		fail("Scan called its callback %d times after it returned an error, want once", calls)
+	}
+
+	// A store that owns part of the key groups: its snapshot holds them only.
+	part := runtime.KeyGroupRange{Start: 16, End: 48}
+	p := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: part})
+	register(p, valueSpec)
+	ps, err := p.Snapshot()
+	must(err, "Snapshot")
+	if got := ps.KeyGroups(); got != part {
+		fail("snapshot of a store owning %v: KeyGroups() = %v", part, got)
+	}
+	for _, g := range []int{part.Start - 1, part.End, 0, mp - 1} {
+		if err := ps.Scan("snap.value", g, func(runtime.Entry) error { return nil }); err == nil {
+			fail("Scan of key group %d of a snapshot of %v succeeded", g, part)
+		}
+	}
+	for _, g := range []int{part.Start, part.End - 1} {
+		must(ps.Scan("snap.value", g, func(runtime.Entry) error { return nil }), "Scan of owned key group %d", g)
+	}
+	must(ps.Release(), "Release")
+	must(s1.Release(), "Release")
+	must(s2.Release(), "Release")
+}
+
+func mustDump(v runtime.View) Contents {
+	c, err := Dump(v)
+	must(err, "Dump")
+	return c
+}
+
+func checkSnapshotRelease(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	st := register(s, runtime.StateSpec{Name: "release.value", Kind: runtime.KindValue})
+	k := u32(1, nil)
+	putValue(st, k, []byte("1"))
+	a, err := s.Snapshot()
+	must(err, "Snapshot")
+	putValue(st, k, []byte("2"))
+	b, err := s.Snapshot()
+	must(err, "Snapshot")
+	putValue(st, k, []byte("3"))
+	c, err := s.Snapshot()
+	must(err, "Snapshot")
+	putValue(st, k, []byte("4"))
+	value := func(v runtime.View) string {
+		d := mustDump(v)
+		recs := d.States["release.value"].Groups[k.Group]
+		if len(recs) != 1 {
+			fail("snapshot holds %v, want one record", recs)
+		}
+		return recs[0].Value
+	}
+	// Release the middle one first, then the oldest, then the newest.
+	must(b.Release(), "Release")
+	wantErr(b.Release(), runtime.ErrReleased, "a second Release")
+	wantErr(b.Scan("release.value", k.Group, func(runtime.Entry) error { return nil }), runtime.ErrReleased, "Scan after Release")
+	if v := value(a); v != "1" {
+		fail("oldest snapshot reads %q after a newer one was released, want \"1\"", v)
+	}
+	if v := value(c); v != "3" {
+		fail("newest snapshot reads %q after an older one was released, want \"3\"", v)
+	}
+	must(a.Release(), "Release")
+	wantErr(a.Release(), runtime.ErrReleased, "a second Release")
+	putValue(st, k, []byte("5"))
+	if v := value(c); v != "3" {
+		fail("snapshot reads %q after writes and releases, want \"3\"", v)
+	}
+	must(c.Release(), "Release")
+	wantErr(c.Release(), runtime.ErrReleased, "a second Release")
+	if v, _ := getValue(st, k); v != "5" {
+		fail("store reads %q after every snapshot was released, want \"5\"", v)
+	}
+}
+
+// restoreSource returns a store with a few states and entries, and its
+// expected content.
+func restoreSource(e *env) (runtime.Store, []runtime.StateSpec) {
+	s := e.newStore(runtime.StoreConfig{})
+	var specs []runtime.StateSpec
+	for _, kind := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			spec := specFor("restore", kind, sub)
+			specs = append(specs, spec)
+			st := register(s, spec)
+			for i := uint32(0); i < 64; i++ {
+				ns, _ := twoNamespaces(sub)
+				write(st, u32(i, ns), fmt.Sprintf("v%d", i))
+				if kind == runtime.KindList {
+					write(st, u32(i, ns), "second")
+				}
+			}
+		}
+	}
+	empty := runtime.StateSpec{Name: "restore.empty", Kind: runtime.KindValue, Fingerprint: "empty"}
+	register(s, empty)
+	return s, append(specs, empty)
+}
+
+func checkRestore(e *env) {
+	src, _ := restoreSource(e)
+	want := dumpStore(src)
+	snap, err := src.Snapshot()
+	must(err, "Snapshot")
+	v := e.codec(snap)
+	must(snap.Release(), "Release")
+	defer releaseView(v)
+
+	// Into a fresh store.
+	dst := e.newStore(runtime.StoreConfig{})
+	must(dst.Restore(v), "Restore into a fresh store")
+	expectEq("States() after Restore", src.States(), dst.States())
+	expectEq("content after Restore", want, dumpStore(dst))
+	// The restored states can be registered again and used.
+	st := register(dst, specFor("restore", runtime.KindValue, false))
+	if got, ok := getValue(st, u32(5, nil)); !ok || got != "v5" {
+		fail("restored value state: Get = (%q, %v), want (\"v5\", true)", got, ok)
+	}
+	putValue(st, u32(5, nil), []byte("changed"))
+	if got, _ := getValue(st, u32(5, nil)); got != "changed" {
+		fail("restored value state: Get after Put = %q", got)
+	}
+
+	// Into a store that registered some states already, identically.
+	pre := e.newStore(runtime.StoreConfig{})
+	register(pre, specFor("restore", runtime.KindList, true))
+	register(pre, runtime.StateSpec{Name: "restore.empty", Kind: runtime.KindValue, Fingerprint: "empty"})
+	must(pre.Restore(v), "Restore into a store with identical registrations")
+	expectEq("content after Restore into a store with registrations", want, dumpStore(pre))
+
+	// Into a store that owns part of the key groups: only those are loaded.
+	part := runtime.KeyGroupRange{Start: 0, End: 64}
+	half := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: part})
+	must(half.Restore(v), "Restore into a store owning %v", part)
+	expectEq(fmt.Sprintf("content after Restore into a store owning %v", part), want.Restrict(part), dumpStore(half))
+	out := keyInGroups(mp, part, true)
+	hst := register(half, specFor("restore", runtime.KindValue, false))
+	_, _, err = hst.(runtime.ValueState).Get(key(out, nil))
+	wantErr(err, runtime.ErrKeyGroupNotOwned, "Get of a key outside the range after Restore")
+
+	// Into a store that owns key groups the source does not: states are
+	// registered, nothing is loaded, and the store's own entries stay.
+	upperRange := runtime.KeyGroupRange{Start: 64, End: mp}
+	srcHalf := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: part})
+	must(srcHalf.Restore(v), "Restore")
+	halfSnap, err := srcHalf.Snapshot()
+	must(err, "Snapshot")
+	hv := e.codec(halfSnap)
+	must(halfSnap.Release(), "Release")
+	defer releaseView(hv)
+	other := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: upperRange})
+	ospec := specFor("restore", runtime.KindValue, false)
+	okey := keyInGroups(mp, upperRange, false)
+	putValue(register(other, ospec), key(okey, nil), []byte("own"))
+	must(other.Restore(hv), "Restore of a snapshot of disjoint key groups")
+	expectEq("States() after Restore of disjoint key groups", src.States(), other.States())
+	expectEq("content after Restore of disjoint key groups",
+		expectContents(mp, upperRange, src.States(), namedRecord{ospec.Name, Record{Key: string(okey), Value: "own"}}),
+		dumpStore(other))
+
+	// Two halves restored one after the other make the whole (rescaling).
+	whole := e.newStore(runtime.StoreConfig{})
+	must(whole.Restore(hv), "Restore of the first half")
+	upper := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: runtime.KeyGroupRange{Start: 64, End: mp}})
+	must(upper.Restore(v), "Restore")
+	upperSnap, err := upper.Snapshot()
+	must(err, "Snapshot")
+	uv := e.codec(upperSnap)
+	must(upperSnap.Release(), "Release")
+	defer releaseView(uv)
+	must(whole.Restore(uv), "Restore of the second half")
+	expectEq("content after restoring two halves", want, dumpStore(whole))
+
+	// An empty store's snapshot restores nothing.
+	empty := e.newStore(runtime.StoreConfig{})
+	es, err := empty.Snapshot()
+	must(err, "Snapshot")
+	ev := e.codec(es)
+	must(es.Release(), "Release")
+	defer releaseView(ev)
+	fresh := e.newStore(runtime.StoreConfig{})
+	must(fresh.Restore(ev), "Restore of an empty snapshot")
+	if got := fresh.States(); len(got) != 0 {
+		fail("States() = %v after Restore of an empty snapshot", got)
+	}
+}
+
+func checkRestoreErrors(e *env) {
+	src, _ := restoreSource(e)
+	snap, err := src.Snapshot()
+	must(err, "Snapshot")
+	v := e.codec(snap)
+	must(snap.Release(), "Release")
+	defer releaseView(v)
+
+	// Another maxParallelism.
+	for _, p := range []int{mp / 2, mp * 2, 1} {
+		dst := e.newStore(runtime.StoreConfig{MaxParallelism: p})
+		wantErr(dst.Restore(v), runtime.ErrMaxParallelismMismatch,
+			fmt.Sprintf("Restore of a snapshot with maxParallelism %d into a store with %d", mp, p))
+	}
+
+	// A state registered with another spec.
+	for _, other := range []runtime.StateSpec{
+		{Name: "restore.value", Kind: runtime.KindList},
+		{Name: "restore.value", Kind: runtime.KindValue, SubKeyed: true, Fingerprint: "fp:value"},
+		{Name: "restore.value", Kind: runtime.KindValue, Fingerprint: "fp:other"},
+		{Name: "restore.empty", Kind: runtime.KindValue, Fingerprint: "other"},
+	} {
+		dst := e.newStore(runtime.StoreConfig{})
+		register(dst, other)
+		wantErr(dst.Restore(v), runtime.ErrStateMismatch,
+			fmt.Sprintf("Restore into a store where %v is registered", other), other.Name)
+	}
+
+	// A key group that already holds entries of a restored state: the same
+	// key, and another key of the same key group.
+	spec := specFor("restore", runtime.KindMap, true)
+	ns, _ := twoNamespaces(true)
+	existing := u32(3, ns)
+	dst := e.newStore(runtime.StoreConfig{})
+	write(register(dst, spec), existing, "already here")
+	wantErr(dst.Restore(v), runtime.ErrRestoreConflict, "Restore into a key group that holds entries of the state", spec.Name)
+
+	sameGroup := keyInGroups(mp, runtime.KeyGroupRange{Start: existing.Group, End: existing.Group + 1}, false)
+	dst = e.newStore(runtime.StoreConfig{})
+	write(register(dst, spec), key(sameGroup, ns), "already here")
+	wantErr(dst.Restore(v), runtime.ErrRestoreConflict, "Restore into a key group that holds entries of the state", spec.Name)
+
+	// Restoring the same snapshot twice conflicts too.
+	dst = e.newStore(runtime.StoreConfig{})
+	must(dst.Restore(v), "Restore")
+	wantErr(dst.Restore(v), runtime.ErrRestoreConflict, "a second Restore of the same snapshot")
+
+	// A released snapshot cannot be restored.
+	rel, err := src.Snapshot()
+	must(err, "Snapshot")
+	must(rel.Release(), "Release")
+	dst = e.newStore(runtime.StoreConfig{})
+	if err := dst.Restore(rel); err == nil {
+		fail("Restore of a released snapshot succeeded")
+	}
+}
