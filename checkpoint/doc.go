@@ -1,0 +1,171 @@
+// Package checkpoint is stategen's on-disk truth: the canonical checkpoint
+// format, the storage it lives in, the writer that streams a store's
+// snapshot into it in the background, and the reader that restores it into
+// any backend — at the same or at a different parallelism.
+//
+// # Checkpoints, operators, instances, files
+//
+// A checkpoint is a set of immutable objects in a Storage under one name
+// (such as CheckpointName(42), "chk-00000000000000000042"). Each operator
+// instance writes the snapshot of its store — the key groups it owns — as
+// one data file (WriteInstance, or the asynchronous runner SnapshotAsync).
+// When every instance has written its file, the metadata object
+// (MetadataName, "_metadata") is written last (Commit): it names every
+// operator, its maxParallelism and key groups, every state's descriptor
+// with its schema fingerprint, and every instance's file with its size,
+// CRC32C and entry count, plus the coordinator's checkpoint id, timestamp,
+// properties and each instance's opaque operator-state blob (source
+// positions). The checkpoint exists exactly when its metadata does, so a
+// checkpoint of p instances is one committed unit: a crash before the
+// metadata is committed leaves no checkpoint, only debris that Cleanup
+// removes. The metadata is indented JSON for people to read:
+//
+//	{
+//	  "formatVersion": 1,
+//	  "checkpointId": 42,
+//	  "timestamp": "2026-01-02T15:04:05Z",
+//	  "operators": [{
+//	    "id": "clicks",
+//	    "maxParallelism": 128,
+//	    "keyGroups": {"start": 0, "end": 128},
+//	    "states": [{"name": "count", "kind": "value", "subKeyed": false, "fingerprint": "v1:int64"}],
+//	    "instances": [
+//	      {"keyGroups": {"start": 0, "end": 64}, "states": ["count"],
+//	       "file": {"name": "clicks-0.sgc", "size": 1043, "crc32c": "5b1e6c02", "entries": 40},
+//	       "operatorState": "AAAAAAAAAAo="},
+//	      ...]
+//	  }],
+//	  "checksum": "0c1d3f6a"
+//	}
+//
+// # Data file format, version 1
+//
+// A data file is key-group-major, in the spirit of Flink's canonical
+// savepoint format: for each key group of the instance's range, in order,
+// for each state, sorted by name, the state's entries in that key group —
+// key, namespace (sub-keyed states only), user key (Map and SortedMap
+// only) and value, as byte strings; a list yields one entry per element,
+// consecutive and in list order. The entries of one (state, key group) form
+// a section: a run of blocks, each beginning a new block, so that a reader
+// seeks straight to any section. Empty sections take no space. Integers are
+// little-endian; lengths are unsigned varints (encoding/binary.Uvarint),
+// and every length is checked against the bytes that remain of its block
+// before it is used, so no decoder allocates more than the file justifies.
+//
+//	file     = header block* indexBlock trailer
+//
+//	header (32 bytes)
+//	  [0,8)    magic 89 'S' 'G' 'C' 'K' 'P' 'T' '\n'
+//	  [8,12)   format version, uint32 = 1
+//	  [12,16)  maxParallelism, uint32
+//	  [16,20)  first key group, uint32
+//	  [20,24)  end key group (exclusive), uint32
+//	  [24,28)  reserved, zero
+//	  [28,32)  CRC32C of [0,28)
+//
+//	block (8+n bytes); a section is one or more blocks
+//	  [0,4)    payload length n, uint32, 2 <= n <= MaxBlockSize
+//	  [4,8)    CRC32C of [0,4) followed by the payload
+//	  [8,8+n)  payload: entries, none split between blocks
+//
+//	entry (in a block payload)
+//	  tag        byte: 0 = a new key follows; 1 = same key and namespace as
+//	             the previous entry of this block (never a block's first)
+//	  key        uvarint length, bytes              (tag 0)
+//	  namespace  uvarint length, bytes              (tag 0, sub-keyed states)
+//	  user key   uvarint length, bytes              (Map and SortedMap)
+//	  value      uvarint length, bytes
+//
+//	indexBlock = a block whose payload is the index:
+//	  uvarint state count S, then per state, sorted by name:
+//	    name (uvarint length, bytes), kind byte (1 value, 2 list,
+//	    3 map, 4 sortedmap),
+//	    flags byte (bit 0: sub-keyed), fingerprint (uvarint length, bytes)
+//	  uvarint key-group count G (= end - first), then per key group:
+//	    uvarint section count, then per section, by state:
+//	      uvarint state-index delta (index - previous index - 1),
+//	      uvarint section length in bytes (block headers included),
+//	      uvarint entry count
+//
+//	trailer (24 bytes, the file's last)
+//	  [0,8)    offset of the index block, uint64
+//	  [8,16)   length of the index block, header included, uint64
+//	  [16,20)  CRC32C of [0,16)
+//	  [20,24)  magic 'S' 'G' 'C' 'X'
+//
+// Section offsets are implicit: sections follow each other from offset 32
+// in index order, and the reader checks that they end exactly where the
+// index block begins, that blocks tile their section exactly and that a
+// section holds the number of entries the index says. Every byte of a file
+// is covered by a checksum — the header's, a block's, the index block's or
+// the trailer's. CRC32C detects every error of up to 32 consecutive bits in
+// the bytes it covers; a damaged length field changes which bytes are
+// checked, and is caught by the tiling and count checks, or else by the
+// checksum with probability 1-2⁻³². The tests flip every byte of small
+// files and require every flip to be caught. The metadata adds the whole
+// file's size, checked whenever a file is opened, and CRC32C, which
+// Reader.Verify checks. Errors about bytes are *FileError values naming the
+// object and offset (or the metadata field), and wrap ErrCorrupt — which
+// also matches runtime.ErrCorrupt — or ErrUnsupportedVersion; a decoder
+// never panics and never allocates more than the bytes it was given.
+//
+// The metadata carries a checksum too: "checksum" is the CRC32C of its
+// canonical form (the compact JSON encoding, without HTML escaping, of the
+// document with checksum empty), so it survives re-indentation but not a changed value. Parsing
+// checks the version first, then the checksum, then every field: names are
+// single path elements (no '/', '..' or NUL), so a metadata object cannot
+// point outside its checkpoint; key-group ranges tile the operator's range;
+// every state a file holds is described.
+//
+// The writer streams: it scans the snapshot section by section and holds one
+// block (DefaultBlockSize, 64 KiB) and the index — a few bytes per
+// non-empty (key group, state) — in memory, never the entries. It checks
+// the View contract as it goes (a key in the wrong key group, a namespace
+// in a keyed state) and computes the file's CRC32C on the way out.
+//
+// # Storage and the commit protocol
+//
+// Storage is an object store: objects are written once, become visible
+// atomically when their writer commits, and are never renamed or changed.
+// The checkpoint protocol lives in this package, above it: data objects
+// first, the metadata object last. On a local directory (Dir) an object is
+// written to a temporary file, fsynced, linked to its name (a link, unlike
+// a rename, never replaces an object committed meanwhile) and its directory
+// fsynced; so the metadata's commit is atomic and durable. On an object
+// store (S3 and its kin) an object is a single PUT or a completed multipart
+// upload, created with If-None-Match so it is never overwritten; it is
+// visible in full or not at all, which is all the protocol needs — no
+// rename, no listing consistency beyond read-after-write of one object.
+// Delete removes the metadata first, so an interrupted delete leaves debris,
+// never a committed checkpoint with missing files. Cleanup removes the
+// debris of crashes: uncommitted writes, checkpoints without metadata, and
+// files a committed checkpoint does not name. The conformance tests of
+// package checkpoint/storagetest check any Storage.
+//
+// # Restoring and rescaling
+//
+// Open reads a checkpoint's metadata. A restore then reads only what it
+// needs: Operator.Plan maps each of q new instances to the old instances'
+// files that hold some of its key groups (operator i owns a contiguous
+// range; see runtime.KeyGroupRangeForOperator), and Reader.Restore opens
+// those files, reads each one's header, trailer and index, and hands
+// Store.Restore a View of just the new instance's key groups in it; the
+// View's Scan seeks to the section of one (state, key group) and reads its
+// blocks, verifying each checksum. A new instance that owns a quarter of
+// the key groups reads about a quarter of the bytes (View.BytesRead counts
+// them). Before any entry is read, Restore checks the maxParallelism, the
+// schema fingerprint of every state the store registered (CheckStates,
+// built on runtime.CheckSame), states the store does not know
+// (UnknownStatePolicy: keep, drop or fail), and opens every file against
+// the metadata, so a missing or truncated file fails the restore before
+// the store changes. Every new instance also receives the operator-state
+// blobs of all old instances.
+//
+// # Asynchronous snapshots
+//
+// SnapshotAsync runs a store's synchronous phase (Store.Snapshot) on the
+// operator's goroutine and the write phase on a goroutine of its own; the
+// AsyncSnapshot handle waits for or cancels it, and reports the sync and
+// async durations and the bytes written. The snapshot is released in every
+// outcome, and a cancelled or failed write leaves no object behind.
+package checkpoint

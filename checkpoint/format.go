@@ -1,0 +1,145 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// FormatVersion is the version of the data-file and metadata format this
+// package writes, and the only one it reads.
+const FormatVersion = 1
+
+// DefaultBlockSize is the payload size at which the writer closes a block,
+// unless WriterOptions.BlockSize says otherwise.
+const DefaultBlockSize = 64 << 10
+
+// MaxBlockSize bounds the payload of a block, and so the encoded size of
+// one entry: a block holds at least one entry whole.
+const MaxBlockSize = 1 << 30
+
+// MaxMetadataSize bounds the size of a metadata object.
+const MaxMetadataSize = 64 << 20
+
+// Sizes of the fixed parts of a data file (see the package doc).
+const (
+	headerSize      = 32
+	blockHeaderSize = 8
+	trailerSize     = 24
+	// minIndexPayload is the smallest index payload: a state count and a
+	// key-group count of one byte each.
+	minIndexPayload = 2
+	// minFileSize is the size of a data file with no state.
+	minFileSize = headerSize + blockHeaderSize + minIndexPayload + trailerSize
+	// minEntrySize is the smallest encoded entry: a tag and an empty value
+	// (keys are never empty, but the format does not rely on it).
+	minEntrySize = 2
+)
+
+// headerMagic begins every data file. The high first byte catches 7-bit
+// transports; the newline catches newline translation.
+var headerMagic = [8]byte{0x89, 'S', 'G', 'C', 'K', 'P', 'T', '\n'}
+
+// trailerMagic ends every data file: a file that does not end with it was
+// truncated or is not a data file.
+var trailerMagic = [4]byte{'S', 'G', 'C', 'X'}
+
+// Entry tags: the first byte of every entry in a block.
+const (
+	tagNewKey  = 0 // key (and namespace) follow
+	tagSameKey = 1 // same key and namespace as the previous entry of the block
+)
+
+// Kind codes of the index's state table. They are the format's own, fixed
+// by version 1, not runtime.Kind's numbering.
+const (
+	kindCodeValue     = 1
+	kindCodeList      = 2
+	kindCodeMap       = 3
+	kindCodeSortedMap = 4
+)
+
+func kindCode(k runtime.Kind) byte {
+	switch k {
+	case runtime.KindValue:
+		return kindCodeValue
+	case runtime.KindList:
+		return kindCodeList
+	case runtime.KindMap:
+		return kindCodeMap
+	case runtime.KindSortedMap:
+		return kindCodeSortedMap
+	}
+	return 0
+}
+
+// kindOfCode is the inverse of kindCode; unknown codes give an invalid Kind.
+func kindOfCode(c byte) runtime.Kind {
+	switch c {
+	case kindCodeValue:
+		return runtime.KindValue
+	case kindCodeList:
+		return runtime.KindList
+	case kindCodeMap:
+		return runtime.KindMap
+	case kindCodeSortedMap:
+		return runtime.KindSortedMap
+	}
+	return 0
+}
+
+// Flags of a state in the index's state table.
+const (
+	stateFlagSubKeyed = 1 << 0
+	stateFlagsKnown   = stateFlagSubKeyed
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// blockCRC returns the checksum of a block: CRC32C over its 4-byte length
+// field and its payload, so that a damaged length is caught too.
+func blockCRC(lenField, payload []byte) uint32 {
+	return crc32.Update(crc32.Update(0, castagnoli, lenField), castagnoli, payload)
+}
+
+// header is the fixed header of a data file.
+type header struct {
+	version        uint32
+	maxParallelism uint32
+	start, end     uint32
+}
+
+// appendHeader appends the 32-byte header:
+//
+//	[0,8)   magic
+//	[8,12)  format version, uint32 little-endian
+//	[12,16) maxParallelism
+//	[16,20) first key group
+//	[20,24) end key group (exclusive)
+//	[24,28) reserved, zero
+//	[28,32) CRC32C of bytes [0,28)
+func appendHeader(dst []byte, h header) []byte {
+	start := len(dst)
+	dst = append(dst, headerMagic[:]...)
+	dst = binary.LittleEndian.AppendUint32(dst, h.version)
+	dst = binary.LittleEndian.AppendUint32(dst, h.maxParallelism)
+	dst = binary.LittleEndian.AppendUint32(dst, h.start)
+	dst = binary.LittleEndian.AppendUint32(dst, h.end)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// appendTrailer appends the 24-byte trailer:
+//
+//	[0,8)   offset of the index block, uint64 little-endian
+//	[8,16)  length of the index block, header included
+//	[16,20) CRC32C of bytes [0,16)
+//	[20,24) trailer magic
+func appendTrailer(dst []byte, indexOff, indexLen uint64) []byte {
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint64(dst, indexOff)
+	dst = binary.LittleEndian.AppendUint64(dst, indexLen)
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	return append(dst, trailerMagic[:]...)
+}

@@ -1,0 +1,452 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// Reader reads a committed checkpoint: its metadata, restore plans, views
+// over its files, and restores into stores.
+type Reader struct {
+	s    Storage
+	name string
+	meta *Metadata
+}
+
+// Open reads and validates the metadata of committed checkpoint ckpt. It
+// fails with ErrNotFound if the checkpoint is not committed, and with a
+// *FileError wrapping ErrCorrupt or ErrUnsupportedVersion if its metadata
+// is bad. It opens no data file: they are read when needed.
+func Open(ctx context.Context, s Storage, ckpt string) (*Reader, error) {
+	m, err := ReadMetadata(ctx, s, ckpt)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{s: s, name: ckpt, meta: m}, nil
+}
+
+// Name returns the checkpoint's name.
+func (r *Reader) Name() string { return r.name }
+
+// Metadata returns the checkpoint's metadata. The caller must not modify it.
+func (r *Reader) Metadata() *Metadata { return r.meta }
+
+// openFile opens the data file of instance k of operator op, checked
+// against the metadata: size, maxParallelism, key groups and states.
+func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.Int64) (*dataFile, error) {
+	op := &r.meta.Operators[opIndex]
+	in := op.Instances[k]
+	field := fmt.Sprintf("operators[%d].instances[%d].file", opIndex, k)
+	path := r.name + "/" + in.File.Name
+	obj, err := r.s.Open(ctx, r.name, in.File.Name)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, &FileError{Path: path, Offset: -1, Field: field + ".name", Err: ErrNotFound,
+				Reason: "the metadata names a data file that does not exist", Cause: err}
+		}
+		return nil, err
+	}
+	if size := obj.Size(); size != in.File.Size {
+		_ = obj.Close()
+		return nil, corruptAt(path, min(size, in.File.Size), "the file is %d bytes, the metadata (%s.size) says %d: truncated or extended",
+			size, field, in.File.Size)
+	}
+	f, err := openDataFile(path, obj, in.File.Size, read)
+	if err != nil {
+		_ = obj.Close()
+		return nil, err
+	}
+	f.closer = obj
+	mismatch := func(format string, args ...any) error {
+		_ = obj.Close()
+		return &FileError{Path: path, Offset: 0, Field: field, Err: ErrCorrupt,
+			Reason: "the file disagrees with the metadata: " + fmt.Sprintf(format, args...)}
+	}
+	if f.maxP != op.MaxParallelism || f.kgs != in.KeyGroups {
+		return nil, mismatch("maxParallelism %d and key groups %v, the metadata says %d and %v",
+			f.maxP, f.kgs, op.MaxParallelism, in.KeyGroups)
+	}
+	if len(f.states) != len(in.States) {
+		return nil, mismatch("%d states, the metadata names %d", len(f.states), len(in.States))
+	}
+	for i, s := range f.states {
+		want, _ := op.spec(in.States[i])
+		if s != want {
+			return nil, mismatch("state %s, the metadata says %s", s, want)
+		}
+	}
+	return f, nil
+}
+
+// View opens a View over the key groups kgs of operator operator: the files
+// of the instances that hold them, each checked against the metadata. kgs
+// must lie within the operator's key groups (ErrIncomplete otherwise). ctx
+// bounds the View's life: its Scans fail once ctx is done. The caller
+// closes the View.
+func (r *Reader) View(ctx context.Context, operator string, kgs runtime.KeyGroupRange) (*View, error) {
+	opIndex, op, err := r.operator(operator)
+	if err != nil {
+		return nil, err
+	}
+	if err := kgs.Validate(op.MaxParallelism); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: operator %q: %w", r.name, operator, err)
+	}
+	if kgs.Intersect(op.KeyGroups) != kgs {
+		return nil, fmt.Errorf("%w: %s: operator %q covers key groups %v, not all of %v",
+			ErrIncomplete, r.name, operator, op.KeyGroups, kgs)
+	}
+	v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: kgs, states: slices.Clone(op.States)}
+	for k, in := range op.Instances {
+		part := in.KeyGroups.Intersect(kgs)
+		if part.Empty() {
+			continue
+		}
+		f, err := r.openFile(ctx, opIndex, k, &v.read)
+		if err != nil {
+			_ = v.Close()
+			return nil, err
+		}
+		v.parts = append(v.parts, viewPart{kgs: part, file: f})
+	}
+	return v, nil
+}
+
+func (r *Reader) operator(id string) (int, *Operator, error) {
+	for i := range r.meta.Operators {
+		if r.meta.Operators[i].ID == id {
+			return i, &r.meta.Operators[i], nil
+		}
+	}
+	_, err := r.meta.Operator(id)
+	return 0, nil, fmt.Errorf("checkpoint: %s: %w", r.name, err)
+}
+
+// InstancePlan is what one new operator instance reads to restore a
+// checkpoint at a new parallelism: for each old instance's file that holds
+// some of its key groups, which of them. The byte offsets of those key
+// groups come from each file's index, which the reader loads when it opens
+// the file, so that it reads only their blocks.
+type InstancePlan struct {
+	// Operator is the operator's id.
+	Operator string
+	// Index and Parallelism identify the new instance.
+	Index, Parallelism int
+	// KeyGroups is the new instance's range.
+	KeyGroups runtime.KeyGroupRange
+	// Reads are the files to read, in key-group order; their KeyGroups
+	// tile the plan's.
+	Reads []FileRead
+	// OperatorStates are the operator-state blobs of every old instance, in
+	// old-instance order (union redistribution): a source finds its
+	// positions among them. Instances without a blob are skipped.
+	OperatorStates [][]byte
+}
+
+// FileRead is one file of an InstancePlan.
+type FileRead struct {
+	// Instance is the old instance's index in Operator.Instances.
+	Instance int
+	// File is the old instance's data file.
+	File File
+	// KeyGroups are the key groups to read from it.
+	KeyGroups runtime.KeyGroupRange
+}
+
+// Plan returns the restore plan of each of parallelism new instances of the
+// operator. The checkpoint must cover all key groups (ErrIncomplete), and
+// parallelism must be in [1, maxParallelism].
+func (o *Operator) Plan(parallelism int) ([]InstancePlan, error) {
+	if err := runtime.ValidateParallelism(o.MaxParallelism, parallelism); err != nil {
+		return nil, fmt.Errorf("checkpoint: operator %q: %w", o.ID, err)
+	}
+	if o.KeyGroups != runtime.FullRange(o.MaxParallelism) {
+		return nil, fmt.Errorf("%w: operator %q covers key groups %v, not all %d",
+			ErrIncomplete, o.ID, o.KeyGroups, o.MaxParallelism)
+	}
+	var blobs [][]byte
+	for _, in := range o.Instances {
+		if in.OperatorState != nil {
+			blobs = append(blobs, in.OperatorState)
+		}
+	}
+	plans := make([]InstancePlan, parallelism)
+	for i := range plans {
+		kgs, err := runtime.KeyGroupRangeForOperator(o.MaxParallelism, parallelism, i)
+		if err != nil {
+			return nil, err
+		}
+		p := InstancePlan{Operator: o.ID, Index: i, Parallelism: parallelism, KeyGroups: kgs, OperatorStates: blobs}
+		for k, in := range o.Instances {
+			if part := in.KeyGroups.Intersect(kgs); !part.Empty() {
+				p.Reads = append(p.Reads, FileRead{Instance: k, File: in.File, KeyGroups: part})
+			}
+		}
+		plans[i] = p
+	}
+	return plans, nil
+}
+
+// Plan returns the restore plans of the named operator at a new
+// parallelism (see Operator.Plan).
+func (r *Reader) Plan(operator string, parallelism int) ([]InstancePlan, error) {
+	_, op, err := r.operator(operator)
+	if err != nil {
+		return nil, err
+	}
+	return op.Plan(parallelism)
+}
+
+// UnknownStatePolicy says what a restore does with states of the checkpoint
+// that the store has not registered.
+type UnknownStatePolicy int
+
+const (
+	// KeepUnknownStates restores them: Store.Restore registers them from the
+	// checkpoint's descriptors, and the next checkpoint carries them on, as
+	// Flink's keyed backends do. Register the states you use before
+	// restoring, so that their schemas are checked; a state a new job
+	// version dropped survives until a restore with DropUnknownStates.
+	KeepUnknownStates UnknownStatePolicy = iota
+	// DropUnknownStates leaves them out, like Flink's
+	// --allowNonRestoredState: the new job forgets them.
+	DropUnknownStates
+	// FailOnUnknownStates refuses the restore with ErrUnknownState, naming
+	// them: the safe choice when a renamed state would otherwise be lost
+	// silently.
+	FailOnUnknownStates
+)
+
+// String returns the policy's name.
+func (p UnknownStatePolicy) String() string {
+	switch p {
+	case KeepUnknownStates:
+		return "keep"
+	case DropUnknownStates:
+		return "drop"
+	case FailOnUnknownStates:
+		return "fail"
+	}
+	return fmt.Sprintf("UnknownStatePolicy(%d)", int(p))
+}
+
+// RestoreOptions tune a restore. The zero value, and a nil *RestoreOptions,
+// keep unknown states.
+type RestoreOptions struct {
+	// UnknownStates is what to do with checkpointed states the store has
+	// not registered.
+	UnknownStates UnknownStatePolicy
+}
+
+func (o *RestoreOptions) policy() UnknownStatePolicy {
+	if o == nil {
+		return KeepUnknownStates
+	}
+	return o.UnknownStates
+}
+
+// CheckStates checks the states of a checkpoint against the states a store
+// has registered, before any entry is read: every checkpointed state that is
+// registered must have the same spec (kind, sub-keying, fingerprint) — the
+// error, from runtime.CheckSame, wraps runtime.ErrStateMismatch and names
+// the state and both fingerprints — and under FailOnUnknownStates every
+// checkpointed state must be registered (ErrUnknownState). All problems
+// are reported, joined.
+func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownStatePolicy) error {
+	var errs []error
+	var missing []string
+	for _, c := range checkpointed {
+		i := slices.IndexFunc(registered, func(s runtime.StateSpec) bool { return s.Name == c.Name })
+		if i < 0 {
+			missing = append(missing, c.Name)
+			continue
+		}
+		if err := runtime.CheckSame(registered[i], c); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: schema check: %w", err))
+		}
+	}
+	if len(missing) > 0 && unknown == FailOnUnknownStates {
+		errs = append(errs, fmt.Errorf("%w: %q (register them, or restore with DropUnknownStates or KeepUnknownStates)",
+			ErrUnknownState, missing))
+	}
+	return errors.Join(errs...)
+}
+
+// Check checks that a store with configuration cfg and registered states
+// can restore the operator: same maxParallelism (runtime.ErrMaxParallelismMismatch
+// otherwise) and CheckStates.
+func (o *Operator) Check(cfg runtime.StoreConfig, registered []runtime.StateSpec, unknown UnknownStatePolicy) error {
+	if cfg.MaxParallelism != o.MaxParallelism {
+		return fmt.Errorf("%w: operator %q was checkpointed with maxParallelism %d, the store has %d",
+			runtime.ErrMaxParallelismMismatch, o.ID, o.MaxParallelism, cfg.MaxParallelism)
+	}
+	return CheckStates(registered, o.States, unknown)
+}
+
+// RestoreStats describes a restore.
+type RestoreStats struct {
+	// Files is the number of data files read.
+	Files int
+	// BytesRead counts the bytes read from them.
+	BytesRead int64
+	// Entries counts the entries restored.
+	Entries int64
+	// Duration is the restore's wall time.
+	Duration time.Duration
+}
+
+// Restore restores plan — one new instance's share of the checkpoint — into
+// store, which must own exactly plan.KeyGroups with the checkpoint's
+// maxParallelism and be empty in them. Before it reads any entry, Restore
+// checks the maxParallelism (runtime.ErrMaxParallelismMismatch), the
+// schemas and unknown states (CheckStates, under opts' policy), and opens
+// every file of the plan, checking it against the metadata, so that a
+// missing, truncated or mismatched file fails the restore before the store
+// changes. It then calls store.Restore once per file with a View of the
+// plan's key groups in it. A corrupt block met during that phase fails the
+// restore with a *FileError; the store's content is then unspecified and
+// it must be discarded (see runtime.Store.Restore).
+func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.Store, opts *RestoreOptions) (stats RestoreStats, err error) {
+	t0 := time.Now()
+	opIndex, op, err := r.operator(plan.Operator)
+	if err != nil {
+		return stats, err
+	}
+	cfg := store.Config()
+	policy := opts.policy()
+	if policy < KeepUnknownStates || policy > FailOnUnknownStates {
+		return stats, fmt.Errorf("checkpoint: restore %s: invalid %v", r.name, policy)
+	}
+	if err := op.Check(cfg, store.States(), policy); err != nil {
+		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
+	}
+	if cfg.KeyGroups != plan.KeyGroups {
+		return stats, fmt.Errorf("%w: checkpoint: restore %s: the store owns key groups %v, the plan restores %v",
+			runtime.ErrInvalidKeyGroup, r.name, cfg.KeyGroups, plan.KeyGroups)
+	}
+	// The plan may have travelled: check that its reads tile its key
+	// groups with the checkpoint's files.
+	next := plan.KeyGroups.Start
+	for _, rd := range plan.Reads {
+		if rd.Instance < 0 || rd.Instance >= len(op.Instances) || op.Instances[rd.Instance].File != rd.File ||
+			rd.KeyGroups.Start != next || rd.KeyGroups.Intersect(op.Instances[rd.Instance].KeyGroups) != rd.KeyGroups || rd.KeyGroups.Empty() {
+			return stats, fmt.Errorf("%w: checkpoint: restore %s: the plan's read of %q for key groups %v does not match the checkpoint",
+				ErrIncomplete, r.name, rd.File.Name, rd.KeyGroups)
+		}
+		next = rd.KeyGroups.End
+	}
+	if next != plan.KeyGroups.End {
+		return stats, fmt.Errorf("%w: checkpoint: restore %s: the plan's reads end at key group %d, not %d",
+			ErrIncomplete, r.name, next, plan.KeyGroups.End)
+	}
+	states := op.States
+	if policy == DropUnknownStates {
+		reg := store.States()
+		states = slices.DeleteFunc(slices.Clone(states), func(s runtime.StateSpec) bool {
+			return !slices.ContainsFunc(reg, func(x runtime.StateSpec) bool { return x.Name == s.Name })
+		})
+	}
+	views := make([]*View, 0, len(plan.Reads))
+	defer func() {
+		for _, v := range views {
+			stats.BytesRead += v.BytesRead()
+			_ = v.Close()
+		}
+		stats.Duration = time.Since(t0)
+	}()
+	for _, rd := range plan.Reads {
+		v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: rd.KeyGroups, states: slices.Clone(op.States)}
+		f, err := r.openFile(ctx, opIndex, rd.Instance, &v.read)
+		if err != nil {
+			return stats, err
+		}
+		v.parts = []viewPart{{kgs: rd.KeyGroups, file: f}}
+		views = append(views, v)
+	}
+	stats.Files = len(views)
+	for _, v := range views {
+		fv := &filteredView{View: v, states: states, entries: &stats.Entries}
+		if err := store.Restore(fv); err != nil {
+			return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
+		}
+	}
+	return stats, nil
+}
+
+// Restore opens checkpoint ckpt of s and restores the share of instance
+// index of parallelism of the named operator into store (see Reader.Plan
+// and Reader.Restore).
+func Restore(ctx context.Context, s Storage, ckpt, operator string, index, parallelism int, store runtime.Store, opts *RestoreOptions) (RestoreStats, error) {
+	r, err := Open(ctx, s, ckpt)
+	if err != nil {
+		return RestoreStats{}, err
+	}
+	plans, err := r.Plan(operator, parallelism)
+	if err != nil {
+		return RestoreStats{}, err
+	}
+	if index < 0 || index >= len(plans) {
+		return RestoreStats{}, fmt.Errorf("%w: instance index %d is outside [0, %d)", runtime.ErrInvalidParallelism, index, parallelism)
+	}
+	return r.Restore(ctx, plans[index], store, opts)
+}
+
+// Verify reads every data file of the checkpoint completely and checks
+// everything: sizes and whole-file CRC32C against the metadata, headers,
+// indexes, every block's checksum and every entry's encoding. It returns
+// the first problem found.
+func (r *Reader) Verify(ctx context.Context) error {
+	for i, op := range r.meta.Operators {
+		for k, in := range op.Instances {
+			if err := r.verifyFile(ctx, i, k, in.File); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, file File) error {
+	var read atomic.Int64
+	f, err := r.openFile(ctx, opIndex, k, &read)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	path := r.name + "/" + file.Name
+	crc := uint32(0)
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < f.size; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := int(min(int64(len(buf)), f.size-off))
+		if err := f.readAt(buf[:n], off); err != nil {
+			return err
+		}
+		crc = crc32.Update(crc, castagnoli, buf[:n])
+		off += int64(n)
+	}
+	if crc != file.CRC32C {
+		return corruptAt(path, 0, "file checksum mismatch (metadata %08x, computed %08x)", file.CRC32C, crc)
+	}
+	var entries int64
+	count := func(runtime.Entry) error { entries++; return nil }
+	for kg := range f.kgs.All() {
+		for _, s := range f.states {
+			if err := f.scan(s.Name, kg, count); err != nil {
+				return err
+			}
+		}
+	}
+	if entries != file.Entries {
+		return corruptAt(path, -1, "the file holds %d entries, the metadata says %d", entries, file.Entries)
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Storage is where checkpoints live: a flat namespace of checkpoints, each a
+// set of immutable objects. It is the shape of an object store (S3 and its
+// kin) as much as of a directory: a checkpoint is a key prefix, an object is
+// written once and becomes visible atomically when its writer commits, and
+// nothing is ever renamed or modified in place. The commit protocol of a
+// whole checkpoint — data objects first, the metadata object (MetadataName)
+// last — is built on top of it by this package (see List, Delete, Cleanup
+// and Commit), so an implementation only has to get single objects right.
+//
+// Checkpoint and object names are single path elements (see ValidateName).
+// Names beginning with '.' are reserved for an implementation's own
+// temporary objects and never appear in listings.
+//
+// Implementations are safe for concurrent use by several goroutines. Dir is
+// the local-directory implementation and Mem an in-memory one for tests;
+// package checkpoint/storagetest holds the conformance tests every
+// implementation runs.
+type Storage interface {
+	// Create starts writing object name of checkpoint ckpt. The object is
+	// invisible to Open, Stat and Objects until the writer's Commit returns
+	// nil, and never visible if the writer is aborted or its process dies.
+	// Create fails with ErrExist if the object is already committed; Commit
+	// fails with ErrExist if another writer committed it meanwhile. ctx
+	// governs the whole write: once it is done, Write and Commit fail.
+	Create(ctx context.Context, ckpt, name string) (ObjectWriter, error)
+
+	// Open opens a committed object for reading. It fails with an error
+	// wrapping ErrNotFound if the object does not exist.
+	Open(ctx context.Context, ckpt, name string) (Object, error)
+
+	// Stat describes a committed object, or fails with ErrNotFound.
+	Stat(ctx context.Context, ckpt, name string) (ObjectInfo, error)
+
+	// List returns, sorted, the names of every checkpoint that holds
+	// anything: committed objects or writes not yet committed (which
+	// includes the debris of crashed writers). Whether a checkpoint is
+	// committed is for the caller to decide: see the package-level List.
+	List(ctx context.Context) ([]string, error)
+
+	// Objects returns the committed objects of ckpt sorted by name; an
+	// unknown checkpoint has none.
+	Objects(ctx context.Context, ckpt string) ([]ObjectInfo, error)
+
+	// Remove durably removes one committed object. Removing an object that
+	// does not exist is not an error.
+	Remove(ctx context.Context, ckpt, name string) error
+
+	// RemoveIncomplete discards the uncommitted writes of ckpt (temporary
+	// files, unfinished multipart uploads). Writers still running lose
+	// their data: call it only for checkpoints nobody is writing.
+	RemoveIncomplete(ctx context.Context, ckpt string) error
+
+	// Delete removes ckpt entirely: its objects, its uncommitted writes and
+	// the checkpoint itself. Deleting an unknown checkpoint is not an
+	// error. Delete does not order its removals; the package-level Delete
+	// removes the metadata first so that a crash cannot leave a committed
+	// checkpoint with missing files.
+	Delete(ctx context.Context, ckpt string) error
+}
+
+// ObjectWriter writes one object. Exactly one of Commit and Abort takes
+// effect; calling Abort after Commit, or either twice, is harmless.
+type ObjectWriter interface {
+	io.Writer
+	// Commit makes the object durable and visible, atomically. If it fails,
+	// the object is not visible and the writer is aborted.
+	Commit() error
+	// Abort discards what was written. After a successful Commit it does
+	// nothing and returns nil.
+	Abort() error
+}
+
+// Object is a committed object opened for reading.
+type Object interface {
+	io.ReaderAt
+	// Size returns the object's length in bytes.
+	Size() int64
+	// Close releases the object.
+	Close() error
+}
+
+// ObjectInfo describes a committed object.
+type ObjectInfo struct {
+	Name string // the object's name within its checkpoint
+	Size int64  // length in bytes
+}
+
+// MetadataName is the name of the object that commits a checkpoint: a
+// checkpoint exists exactly when this object does, and it is written after
+// every data object it names.
+const MetadataName = "_metadata"
+
+// MaxNameLen bounds the length of checkpoint, object and operator names.
+const MaxNameLen = 200
+
+// ValidateName reports whether name can name a checkpoint, an object or an
+// operator: non-empty UTF-8 of at most MaxNameLen bytes, without '/', '\\',
+// NUL or other control characters, not "." or "..", and not beginning with
+// '.' (reserved for temporary objects). Such a name is one path element on
+// every file system and object store. The error wraps ErrInvalidName.
+func ValidateName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: %q %s", ErrInvalidName, name, why) }
+	switch {
+	case name == "":
+		return bad("is empty")
+	case len(name) > MaxNameLen:
+		return bad(fmt.Sprintf("is longer than %d bytes", MaxNameLen))
+	case !utf8.ValidString(name):
+		return bad("is not valid UTF-8")
+	case name[0] == '.':
+		return bad("begins with '.'")
+	case strings.ContainsAny(name, `/\`):
+		return bad("contains a path separator")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return bad("contains a control character")
+		}
+	}
+	return nil
+}
+
+// List returns the names of the committed checkpoints in s — those whose
+// metadata object exists — sorted by name. Use CheckpointName and
+// ParseCheckpointName to order them by id.
+func List(ctx context.Context, s Storage) ([]string, error) {
+	all, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ckpt := range all {
+		committed, err := isCommitted(ctx, s, ckpt)
+		if err != nil {
+			return nil, err
+		}
+		if committed {
+			out = append(out, ckpt)
+		}
+	}
+	return out, nil
+}
+
+func isCommitted(ctx context.Context, s Storage, ckpt string) (bool, error) {
+	_, err := s.Stat(ctx, ckpt, MetadataName)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Delete removes checkpoint ckpt from s. It first removes the metadata,
+// which un-commits the checkpoint, and only then its other objects, so that
+// an interrupted Delete leaves debris for Cleanup rather than a committed
+// checkpoint with missing files. Deleting an unknown checkpoint is not an
+// error.
+func Delete(ctx context.Context, s Storage, ckpt string) error {
+	if err := ValidateName(ckpt); err != nil {
+		return err
+	}
+	if err := s.Remove(ctx, ckpt, MetadataName); err != nil {
+		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
+	}
+	if err := s.Delete(ctx, ckpt); err != nil {
+		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
+	}
+	return nil
+}
+
+// Cleanup removes the debris a crash can leave in s: uncommitted writes
+// (temporary files) everywhere, checkpoints without committed metadata, and
+// objects of committed checkpoints that their metadata does not name (files
+// of a participant that acknowledged too late). It returns what it removed,
+// as "<checkpoint>" for whole checkpoints and "<checkpoint>/<object>" for
+// single objects.
+//
+// Checkpoints being written look like debris. Run Cleanup when nothing
+// writes to s — when a coordinator starts — or pass inProgress, which
+// reports the checkpoints that must be left alone; nil means none.
+// Committed checkpoints whose metadata cannot be read are left alone and
+// reported in the error, which joins every problem met.
+func Cleanup(ctx context.Context, s Storage, inProgress func(ckpt string) bool) ([]string, error) {
+	all, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, ckpt := range all {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		if inProgress != nil && inProgress(ckpt) {
+			continue
+		}
+		committed, err := isCommitted(ctx, s, ckpt)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !committed {
+			if err := s.Delete(ctx, ckpt); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, ckpt)
+			continue
+		}
+		if err := s.RemoveIncomplete(ctx, ckpt); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m, err := ReadMetadata(ctx, s, ckpt)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: cleanup left %s alone: %w", ckpt, err))
+			continue
+		}
+		named := m.fileNames()
+		objs, err := s.Objects(ctx, ckpt)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, o := range objs {
+			if o.Name == MetadataName || slices.Contains(named, o.Name) {
+				continue
+			}
+			if err := s.Remove(ctx, ckpt, o.Name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, ckpt+"/"+o.Name)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// CheckpointName returns the conventional name of checkpoint id: "chk-" and
+// the id in 20 decimal digits, so that names sort like ids.
+func CheckpointName(id uint64) string { return fmt.Sprintf("chk-%020d", id) }
+
+// ParseCheckpointName is the inverse of CheckpointName; ok is false for
+// names of another form (savepoints, say).
+func ParseCheckpointName(name string) (id uint64, ok bool) {
+	digits, found := strings.CutPrefix(name, "chk-")
+	if !found || len(digits) != 20 {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if id > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		id = id*10 + d
+	}
+	return id, true
+}

@@ -1,0 +1,149 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync/atomic"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// View is a runtime.View over the data files of a checkpoint: all of an
+// operator's key groups or only some of them. Any Store.Restore loads it.
+// It reads only the blocks of the key groups and states it is asked to
+// Scan, plus each file's header, trailer and index, and it counts the bytes
+// it reads (BytesRead).
+//
+// A View reads its files lazily, section by section, and verifies every
+// block's checksum as it goes; a corrupt block fails the Scan that meets it
+// with a *FileError naming the file and offset. Like any runtime.View, a
+// View is used by one goroutine at a time. Close (or Release) closes its
+// files.
+type View struct {
+	ctx    context.Context
+	maxP   int
+	kgs    runtime.KeyGroupRange
+	states []runtime.StateSpec
+	parts  []viewPart // ordered by key groups; together they cover kgs
+	read   atomic.Int64
+	closed atomic.Bool
+}
+
+// viewPart is the part of a View that one data file serves.
+type viewPart struct {
+	kgs  runtime.KeyGroupRange
+	file *dataFile
+}
+
+var _ runtime.Snapshot = (*View)(nil)
+
+// OpenFile opens one data file on its own, without a checkpoint's metadata:
+// the View holds the file's key groups and states as its header and index
+// record them. path names the file in errors; r and size give its bytes.
+// Closing the View does not close r. Tools that inspect a file use it; a
+// restore goes through Open and Reader, which also check the file against
+// the metadata.
+func OpenFile(path string, r io.ReaderAt, size int64) (*View, error) {
+	v := &View{ctx: context.Background()}
+	f, err := openDataFile(path, r, size, &v.read)
+	if err != nil {
+		return nil, err
+	}
+	v.maxP, v.kgs, v.states = f.maxP, f.kgs, f.states
+	v.parts = []viewPart{{kgs: f.kgs, file: f}}
+	return v, nil
+}
+
+// MaxParallelism implements runtime.View.
+func (v *View) MaxParallelism() int { return v.maxP }
+
+// KeyGroups implements runtime.View.
+func (v *View) KeyGroups() runtime.KeyGroupRange { return v.kgs }
+
+// States implements runtime.View: the specs of the checkpoint's states,
+// sorted by name, with their fingerprints, so that Store.Restore checks them
+// against the registered states.
+func (v *View) States() []runtime.StateSpec { return slices.Clone(v.states) }
+
+// Scan implements runtime.View. It fails if the View is closed, if its
+// context is done, if kg is outside KeyGroups, if the state is unknown, and
+// with a *FileError wrapping ErrCorrupt if the bytes fail a check.
+func (v *View) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	if v.closed.Load() {
+		return fmt.Errorf("checkpoint: scan of a closed view: %w", runtime.ErrReleased)
+	}
+	if err := v.ctx.Err(); err != nil {
+		return err
+	}
+	if !v.kgs.Contains(kg) {
+		return fmt.Errorf("%w: checkpoint view: key group %d is outside %v", runtime.ErrInvalidKeyGroup, kg, v.kgs)
+	}
+	if _, ok := slices.BinarySearchFunc(v.states, state, func(s runtime.StateSpec, name string) int {
+		switch {
+		case s.Name < name:
+			return -1
+		case s.Name > name:
+			return 1
+		}
+		return 0
+	}); !ok {
+		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
+	}
+	i := sort.Search(len(v.parts), func(i int) bool { return v.parts[i].kgs.End > kg })
+	return v.parts[i].file.scan(state, kg, fn)
+}
+
+// BytesRead returns how many bytes the View has read from its files so far:
+// headers, trailers, indexes and the blocks of the sections scanned.
+func (v *View) BytesRead() int64 { return v.read.Load() }
+
+// DataBytes returns how many bytes of its files' data blocks the View's key
+// groups occupy: what a Scan of every state of every key group reads, apart
+// from the small fixed cost of headers and indexes.
+func (v *View) DataBytes() int64 {
+	var n int64
+	for _, p := range v.parts {
+		_, l := p.file.byteRange(p.kgs)
+		n += l
+	}
+	return n
+}
+
+// Close closes the View's files. Closing twice returns runtime.ErrReleased.
+func (v *View) Close() error {
+	if v.closed.Swap(true) {
+		return fmt.Errorf("checkpoint: view closed twice: %w", runtime.ErrReleased)
+	}
+	var errs []error
+	for _, p := range v.parts {
+		errs = append(errs, p.file.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Release is Close, so that a View can stand in for a runtime.Snapshot.
+func (v *View) Release() error { return v.Close() }
+
+// filteredView hides some states of a View (DropUnknownStates) and counts
+// the entries scanned.
+type filteredView struct {
+	runtime.View
+	states  []runtime.StateSpec
+	entries *int64
+}
+
+func (f *filteredView) States() []runtime.StateSpec { return slices.Clone(f.states) }
+
+func (f *filteredView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
+		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
+	}
+	return f.View.Scan(state, kg, func(e runtime.Entry) error {
+		*f.entries++
+		return fn(e)
+	})
+}
