@@ -1,0 +1,587 @@
+package driver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/runtime/coordinator"
+)
+
+// Errors of the driver.
+var (
+	// ErrClosed reports a call on a closed Coordinator.
+	ErrClosed = errors.New("driver: coordinator closed")
+	// ErrInvalidLocation reports a savepoint location that is not a valid
+	// checkpoint name, looks like a checkpoint's name, or is already in
+	// use.
+	ErrInvalidLocation = errors.New("driver: invalid savepoint location")
+)
+
+// DefaultIOTimeout bounds each storage operation of the driver unless
+// Options.IOTimeout says otherwise.
+const DefaultIOTimeout = time.Minute
+
+// Participant is one operator instance taking part in checkpoints. The
+// Coordinator calls its methods on its own goroutine: they must not block
+// (hand the work to the operator's goroutine, e.g. through a mailbox).
+type Participant interface {
+	// ID names the participant, uniquely within the job.
+	ID() coordinator.ParticipantID
+	// Operator names the operator the participant is an instance of (a
+	// valid checkpoint name, see checkpoint.ValidateName). The checkpoint
+	// metadata groups instances by operator.
+	Operator() string
+	// Trigger asks for a snapshot: write it as one object of checkpoint
+	// t.Checkpoint in t.Storage (an object name unique within the
+	// checkpoint, e.g. the operator and instance index), then report with
+	// Coordinator.Ack, or Coordinator.Decline if it cannot.
+	Trigger(t Trigger)
+	// NotifyComplete says checkpoint id completed: side effects up to it
+	// may be committed. A higher id implies the lower ones.
+	NotifyComplete(id coordinator.CheckpointID)
+	// NotifyAborted says checkpoint id was aborted, and why: stop working
+	// on it.
+	NotifyAborted(id coordinator.CheckpointID, err error)
+}
+
+// Trigger is what a participant is asked to snapshot.
+type Trigger struct {
+	// ID is the checkpoint's id.
+	ID coordinator.CheckpointID
+	// Options says whether it is a savepoint.
+	Options coordinator.Options
+	// At is the checkpoint's timestamp; Deadline when it expires.
+	At, Deadline time.Time
+	// Storage and Checkpoint are where the participant writes its object.
+	Storage checkpoint.Storage
+	// Checkpoint is the checkpoint's name in Storage.
+	Checkpoint string
+}
+
+// Options configure a Coordinator.
+type Options struct {
+	// Config configures the coordinator's rules (see coordinator.Config).
+	Config coordinator.Config
+	// Storage holds checkpoints and savepoints. Required.
+	Storage checkpoint.Storage
+	// Clock is the source of time; nil means SystemClock.
+	Clock Clock
+	// Logger receives a record for every completed and failed checkpoint;
+	// nil means slog.Default().
+	Logger *slog.Logger
+	// IOTimeout bounds each storage operation of the driver (a metadata
+	// commit, a deletion); zero means DefaultIOTimeout.
+	IOTimeout time.Duration
+	// SkipCleanup leaves the debris of crashed writers in Storage at Start
+	// (see checkpoint.Cleanup); by default Start removes it.
+	SkipCleanup bool
+}
+
+// Coordinator runs a coordinator.Core: it owns the goroutine that feeds the
+// Core its inputs one at a time, the timer that ticks it, and the storage
+// I/O its decisions call for (metadata commits and deletions run on their
+// own goroutines and report back as inputs). It is safe for concurrent use.
+type Coordinator struct {
+	storage   checkpoint.Storage
+	clock     Clock
+	log       *slog.Logger
+	ioTimeout time.Duration
+
+	events chan func()
+	wake   chan struct{}
+	done   chan struct{}
+	failed chan struct{}
+
+	// Owned by the loop goroutine.
+	core         *coordinator.Core
+	participants map[coordinator.ParticipantID]Participant
+	savepoints   map[coordinator.CheckpointID]*savepoint
+	timer        Timer
+	armed        time.Time
+	inflight     int
+	closing      bool
+
+	mu       sync.Mutex
+	stats    *coordinator.Stats
+	err      error
+	retained []coordinator.Checkpoint
+}
+
+type savepoint struct {
+	location string
+	result   chan savepointResult
+}
+
+type savepointResult struct {
+	record coordinator.Record
+	err    error
+}
+
+// handle is what the Core carries for the driver in Payload.Handle.
+type handle struct {
+	operator string
+	snapshot checkpoint.InstanceSnapshot
+}
+
+// Start recovers the coordinator's state from opts.Storage (see Recover),
+// removes crash debris (unless opts.SkipCleanup), and starts the
+// Coordinator. Close stops it.
+func Start(ctx context.Context, opts Options) (*Coordinator, error) {
+	if opts.Storage == nil {
+		return nil, errors.New("driver: Options.Storage is required")
+	}
+	if opts.IOTimeout < 0 {
+		return nil, fmt.Errorf("driver: Options.IOTimeout is %v; it must not be negative", opts.IOTimeout)
+	}
+	c := &Coordinator{
+		storage:      opts.Storage,
+		clock:        cmp.Or(opts.Clock, SystemClock),
+		log:          cmp.Or(opts.Logger, slog.Default()),
+		ioTimeout:    cmp.Or(opts.IOTimeout, DefaultIOTimeout),
+		events:       make(chan func()),
+		wake:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		failed:       make(chan struct{}),
+		participants: map[coordinator.ParticipantID]Participant{},
+		savepoints:   map[coordinator.CheckpointID]*savepoint{},
+	}
+	cfg, err := opts.Config.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	rec, err := Recover(ctx, opts.Storage)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.SkipCleanup {
+		removed, err := checkpoint.Cleanup(ctx, opts.Storage, nil)
+		if len(removed) > 0 {
+			c.log.Info("checkpoint storage cleaned up", "removed", removed)
+		}
+		if err != nil {
+			c.log.Warn("checkpoint storage cleanup incomplete", "err", err)
+		}
+	}
+	core, err := coordinator.New(cfg, c.clock.Now(), rec)
+	if err != nil {
+		return nil, err
+	}
+	c.core = core
+	c.stats = coordinator.NewStats(cfg.StatsHistory)
+	c.retained = core.Retained()
+	go c.loop()
+	return c, nil
+}
+
+// do runs fn on the loop goroutine.
+func (c *Coordinator) do(fn func()) error {
+	select {
+	case c.events <- fn:
+		return nil
+	case <-c.done:
+		return ErrClosed
+	}
+}
+
+func (c *Coordinator) loop() {
+	defer close(c.done)
+	c.execute(c.core.Ready())
+	c.rearm()
+	for {
+		select {
+		case fn := <-c.events:
+			fn()
+		case <-c.wake:
+			c.armed = time.Time{}
+			c.core.Tick(c.clock.Now())
+		}
+		c.execute(c.core.Ready())
+		c.rearm()
+		if c.closing && c.inflight == 0 {
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			return
+		}
+	}
+}
+
+// rearm keeps one timer set for the Core's next deadline.
+func (c *Coordinator) rearm() {
+	at, ok := c.core.NextDeadline()
+	if ok && at.Equal(c.armed) {
+		return
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.armed = at
+	if !ok {
+		return
+	}
+	c.timer = c.clock.AfterFunc(max(at.Sub(c.clock.Now()), 0), func() {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// spawn runs storage I/O on its own goroutine; its result comes back to the
+// loop as an input. The loop does not exit while I/O is in flight.
+func (c *Coordinator) spawn(work func(ctx context.Context) func()) {
+	c.inflight++
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.ioTimeout)
+		then := work(ctx)
+		cancel()
+		c.events <- func() {
+			c.inflight--
+			then()
+		}
+	}()
+}
+
+// name returns the storage name of checkpoint id.
+func (c *Coordinator) name(id coordinator.CheckpointID) string {
+	if sp, ok := c.savepoints[id]; ok {
+		return sp.location
+	}
+	return checkpoint.CheckpointName(uint64(id))
+}
+
+func (c *Coordinator) execute(ds []coordinator.Decision) {
+	c.mu.Lock()
+	for _, d := range ds {
+		c.stats.Observe(d)
+	}
+	c.mu.Unlock()
+	for _, d := range ds {
+		switch d := d.(type) {
+		case coordinator.Trigger:
+			t := Trigger{ID: d.ID, Options: d.Options, At: d.At, Deadline: d.Deadline, Storage: c.storage, Checkpoint: c.name(d.ID)}
+			for _, id := range d.Participants {
+				c.participants[id].Trigger(t)
+			}
+		case coordinator.Finalize:
+			cp, name := d.Checkpoint, c.name(d.Checkpoint.ID)
+			c.spawn(func(ctx context.Context) func() {
+				err := c.commit(ctx, name, cp)
+				return func() {
+					if err := c.core.StoreResult(c.clock.Now(), cp.ID, err); err != nil {
+						c.log.Error("checkpoint store result rejected", "id", cp.ID, "err", err)
+					}
+				}
+			})
+		case coordinator.Discard:
+			c.discard(d)
+		case coordinator.NotifyComplete:
+			for _, id := range d.Participants {
+				if p, ok := c.participants[id]; ok {
+					p.NotifyComplete(d.ID)
+				}
+			}
+		case coordinator.NotifyAborted:
+			for _, id := range d.Participants {
+				if p, ok := c.participants[id]; ok {
+					p.NotifyAborted(d.ID, d.Err)
+				}
+			}
+		case coordinator.Refused:
+			c.log.Debug("checkpoint trigger refused", "reason", d.Reason.String(), "retryAt", d.RetryAt)
+		case coordinator.Fail:
+			c.log.Error("checkpointing failed the job", "err", d.Err)
+			c.mu.Lock()
+			c.err = d.Err
+			c.mu.Unlock()
+			close(c.failed)
+		case coordinator.Report:
+			c.report(d.Record)
+		case coordinator.Schedule:
+			// rearm follows the Core's NextDeadline after every step.
+		}
+	}
+	c.mu.Lock()
+	c.retained = c.core.Retained()
+	c.mu.Unlock()
+}
+
+// commit writes checkpoint cp's metadata as checkpoint name.
+func (c *Coordinator) commit(ctx context.Context, name string, cp coordinator.Checkpoint) error {
+	byOp := map[string][]checkpoint.InstanceSnapshot{}
+	for _, ps := range cp.Participants {
+		h, ok := ps.Payload.Handle.(handle)
+		if !ok {
+			return fmt.Errorf("driver: participant %q acknowledged without a snapshot", ps.Participant)
+		}
+		byOp[h.operator] = append(byOp[h.operator], h.snapshot)
+	}
+	kind := "checkpoint"
+	if cp.Options.Savepoint {
+		kind = "savepoint"
+	}
+	m := &checkpoint.Metadata{
+		CheckpointID: uint64(cp.ID),
+		Timestamp:    cp.TriggeredAt,
+		Properties:   map[string]string{"type": kind},
+	}
+	for _, op := range slices.Sorted(maps.Keys(byOp)) {
+		o, err := checkpoint.NewOperator(op, byOp[op]...)
+		if err != nil {
+			return err
+		}
+		m.Operators = append(m.Operators, o)
+	}
+	return checkpoint.Commit(ctx, c.storage, name, m)
+}
+
+// discard executes a Discard. The files of rejected acknowledgements are
+// removed one by one; a completed checkpoint dropped by retention, or an
+// aborted one whose metadata may exist, is deleted whole, metadata first.
+// (An aborted checkpoint is deleted whole when its Report arrives.)
+func (c *Coordinator) discard(d coordinator.Discard) {
+	switch {
+	case d.Metadata:
+		name := c.name(d.ID)
+		c.spawn(func(ctx context.Context) func() {
+			err := checkpoint.Delete(ctx, c.storage, name)
+			return func() { c.logDiscard(d, err) }
+		})
+	case d.Reason == coordinator.DiscardAborted:
+	default:
+		files := d.Files
+		c.spawn(func(ctx context.Context) func() {
+			var errs []error
+			for _, f := range files {
+				ckpt, obj, ok := strings.Cut(f, "/")
+				if !ok {
+					errs = append(errs, fmt.Errorf("driver: file %q is not checkpoint/object", f))
+					continue
+				}
+				errs = append(errs, c.storage.Remove(ctx, ckpt, obj))
+			}
+			err := errors.Join(errs...)
+			return func() { c.logDiscard(d, err) }
+		})
+	}
+}
+
+func (c *Coordinator) logDiscard(d coordinator.Discard, err error) {
+	if err != nil {
+		c.log.Warn("checkpoint files not deleted", "id", d.ID, "reason", d.Reason.String(), "files", d.Files, "err", err)
+	}
+}
+
+func (c *Coordinator) report(r coordinator.Record) {
+	attrs := []any{"id", r.ID, "savepoint", r.Savepoint, "duration", r.Duration(), "bytes", r.Bytes}
+	for _, p := range r.Participants {
+		attrs = append(attrs, slog.Group(string(p.Participant),
+			"acked", p.Acked, "sync", p.SyncDuration, "async", p.AsyncDuration, "bytes", p.Bytes))
+	}
+	if r.Err == nil {
+		c.log.Info("checkpoint completed", attrs...)
+	} else {
+		c.log.Warn("checkpoint failed", append(attrs, "reason", r.Err.Reason.String(), "err", r.Err)...)
+		if !errors.Is(r.Err, coordinator.ErrOutcomeUnknown) {
+			// Everything under an aborted checkpoint's name is its own:
+			// delete it whole, with what participants are still writing.
+			name := c.name(r.ID)
+			c.spawn(func(ctx context.Context) func() {
+				err := checkpoint.Delete(ctx, c.storage, name)
+				return func() {
+					if err != nil {
+						c.log.Warn("aborted checkpoint not deleted", "id", r.ID, "name", name, "err", err)
+					}
+				}
+			})
+		}
+	}
+	if sp, ok := c.savepoints[r.ID]; ok {
+		res := savepointResult{record: r}
+		if r.Err != nil {
+			res.err = r.Err
+		}
+		sp.result <- res
+		delete(c.savepoints, r.ID)
+	}
+}
+
+// AddParticipant adds p: checkpoints triggered from now on include it.
+func (c *Coordinator) AddParticipant(p Participant) error {
+	if err := checkpoint.ValidateName(p.Operator()); err != nil {
+		return fmt.Errorf("driver: participant %q: operator: %w", p.ID(), err)
+	}
+	errc := make(chan error, 1)
+	if err := c.do(func() {
+		err := c.core.AddParticipant(p.ID())
+		if err == nil {
+			c.participants[p.ID()] = p
+		}
+		errc <- err
+	}); err != nil {
+		return err
+	}
+	return <-errc
+}
+
+// RemoveParticipant removes participant id; pending checkpoints still
+// waiting for it are aborted.
+func (c *Coordinator) RemoveParticipant(id coordinator.ParticipantID) error {
+	errc := make(chan error, 1)
+	if err := c.do(func() {
+		err := c.core.RemoveParticipant(c.clock.Now(), id)
+		if err == nil {
+			delete(c.participants, id)
+		}
+		errc <- err
+	}); err != nil {
+		return err
+	}
+	return <-errc
+}
+
+// Ack acknowledges trigger t for participant from with the result of its
+// snapshot.
+func (c *Coordinator) Ack(t Trigger, from coordinator.ParticipantID, res checkpoint.SnapshotResult) error {
+	payload := coordinator.Payload{
+		Bytes:         res.Stats.BytesWritten,
+		SyncDuration:  res.Stats.SyncDuration,
+		AsyncDuration: res.Stats.AsyncDuration,
+		OperatorState: res.Snapshot.OperatorState,
+	}
+	if res.Snapshot.File.Name != "" {
+		payload.Files = []string{t.Checkpoint + "/" + res.Snapshot.File.Name}
+	}
+	return c.do(func() {
+		var op string
+		if p, ok := c.participants[from]; ok {
+			op = p.Operator()
+		}
+		payload.Handle = handle{operator: op, snapshot: res.Snapshot}
+		result, err := c.core.Ack(c.clock.Now(), t.ID, from, payload)
+		if result != coordinator.MessageAccepted {
+			c.log.Debug("checkpoint acknowledgement not accepted", "id", t.ID, "participant", from, "result", result.String(), "err", err)
+		}
+	})
+}
+
+// Decline reports that participant from cannot take part in trigger t's
+// checkpoint. A cause wrapping coordinator.ErrNotReady does not count
+// towards the tolerable failures.
+func (c *Coordinator) Decline(t Trigger, from coordinator.ParticipantID, cause error) error {
+	return c.do(func() {
+		result := c.core.Decline(c.clock.Now(), t.ID, from, cause)
+		if result != coordinator.MessageAccepted {
+			c.log.Debug("checkpoint decline not applied", "id", t.ID, "participant", from, "result", result.String())
+		}
+	})
+}
+
+// Savepoint takes a savepoint named location in the storage and waits for
+// its outcome. The location must be a valid checkpoint name that is not
+// used yet and does not look like a checkpoint's (checkpoint.CheckpointName).
+func (c *Coordinator) Savepoint(ctx context.Context, location string) (coordinator.Record, error) {
+	if err := checkpoint.ValidateName(location); err != nil {
+		return coordinator.Record{}, fmt.Errorf("%w: %w", ErrInvalidLocation, err)
+	}
+	if _, ok := checkpoint.ParseCheckpointName(location); ok {
+		return coordinator.Record{}, fmt.Errorf("%w: %q is a checkpoint's name", ErrInvalidLocation, location)
+	}
+	names, err := c.storage.List(ctx)
+	if err != nil {
+		return coordinator.Record{}, err
+	}
+	if slices.Contains(names, location) {
+		return coordinator.Record{}, fmt.Errorf("%w: %q already exists", ErrInvalidLocation, location)
+	}
+	result := make(chan savepointResult, 1)
+	if err := c.do(func() {
+		for _, sp := range c.savepoints {
+			if sp.location == location {
+				result <- savepointResult{err: fmt.Errorf("%w: a savepoint to %q is in progress", ErrInvalidLocation, location)}
+				return
+			}
+		}
+		id, err := c.core.RequestSavepoint(c.clock.Now(), location)
+		if err != nil {
+			result <- savepointResult{err: err}
+			return
+		}
+		c.savepoints[id] = &savepoint{location: location, result: result}
+	}); err != nil {
+		return coordinator.Record{}, err
+	}
+	select {
+	case r := <-result:
+		return r.record, r.err
+	case <-ctx.Done():
+		return coordinator.Record{}, ctx.Err()
+	case <-c.done:
+		select {
+		case r := <-result:
+			return r.record, r.err
+		default:
+			return coordinator.Record{}, ErrClosed
+		}
+	}
+}
+
+// Stats returns a copy of the checkpoint statistics.
+func (c *Coordinator) Stats() *coordinator.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats.Clone()
+}
+
+// Retained returns the retained completed checkpoints, oldest first; after
+// Close, those retained when it returned.
+func (c *Coordinator) Retained() []coordinator.Checkpoint {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.retained)
+}
+
+// Failed is closed when checkpointing fails the job (too many consecutive
+// failures); Err then returns why. The Coordinator has shut its Core down;
+// the job should stop, and restart from the latest retained checkpoint.
+func (c *Coordinator) Failed() <-chan struct{} { return c.failed }
+
+// Err returns the terminal error once Failed is closed, nil before.
+func (c *Coordinator) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close shuts the Coordinator down: pending checkpoints are aborted and
+// their files deleted, an outstanding metadata commit and deletions are
+// waited for, and the goroutine stops. Retained checkpoints stay in
+// storage. If ctx ends first, Close returns its error and the shutdown
+// goes on in the background. Close is idempotent.
+func (c *Coordinator) Close(ctx context.Context) error {
+	err := c.do(func() {
+		if !c.closing {
+			c.closing = true
+			c.core.Shutdown(c.clock.Now())
+		}
+	})
+	if errors.Is(err, ErrClosed) {
+		return nil
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

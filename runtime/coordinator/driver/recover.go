@@ -1,0 +1,75 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/runtime/coordinator"
+)
+
+// Recover reads what a restarted coordinator needs from s: the committed
+// checkpoints (named by checkpoint.CheckpointName), which become the Core's
+// retained set, and the id counter, one above the highest id found in any
+// checkpoint or savepoint, committed or not.
+//
+// Ids of checkpoints that left nothing in s (aborted and cleaned up) may be
+// issued again after a restart; a durable counter needs a storage primitive
+// that checkpoint.Storage does not offer yet.
+func Recover(ctx context.Context, s checkpoint.Storage) (coordinator.Recovery, error) {
+	var rec coordinator.Recovery
+	names, err := s.List(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("driver: recover: %w", err)
+	}
+	var maxID uint64
+	for _, name := range names {
+		id, isCheckpoint := checkpoint.ParseCheckpointName(name)
+		maxID = max(maxID, id)
+		m, err := checkpoint.ReadMetadata(ctx, s, name)
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound):
+			continue // not committed: debris
+		case err != nil:
+			return rec, fmt.Errorf("driver: recover: %w", err)
+		}
+		maxID = max(maxID, m.CheckpointID)
+		if isCheckpoint {
+			rec.Retained = append(rec.Retained, fromMetadata(name, id, m))
+		}
+	}
+	if maxID >= uint64(coordinator.MaxID)-1 {
+		return rec, fmt.Errorf("driver: recover: checkpoint id %d is beyond the counter's range", maxID)
+	}
+	rec.NextID = coordinator.CheckpointID(maxID + 1)
+	return rec, nil
+}
+
+// fromMetadata describes committed checkpoint name as the Core knows
+// completed checkpoints. Participants' names are not stored in the
+// metadata; each instance stands for one, named operator#index.
+func fromMetadata(name string, id uint64, m *checkpoint.Metadata) coordinator.Checkpoint {
+	cp := coordinator.Checkpoint{ID: coordinator.CheckpointID(id), TriggeredAt: m.Timestamp}
+	for _, op := range m.Operators {
+		for k, in := range op.Instances {
+			snap := checkpoint.InstanceSnapshot{
+				MaxParallelism: op.MaxParallelism,
+				KeyGroups:      in.KeyGroups,
+				File:           in.File,
+				OperatorState:  in.OperatorState,
+			}
+			cp.Participants = append(cp.Participants, coordinator.ParticipantState{
+				Participant: coordinator.ParticipantID(fmt.Sprintf("%s#%d", op.ID, k)),
+				AckedAt:     m.Timestamp,
+				Payload: coordinator.Payload{
+					Files:         []string{name + "/" + in.File.Name},
+					Bytes:         in.File.Size,
+					OperatorState: in.OperatorState,
+					Handle:        handle{operator: op.ID, snapshot: snap},
+				},
+			})
+		}
+	}
+	return cp
+}
