@@ -31,7 +31,13 @@ func HashKey(encodedKey []byte) uint64 {
 // ValidateMaxParallelism). It panics on a zero maxParallelism, like an integer
 // division by zero would.
 func KeyGroupOfHash(hash uint64, maxParallelism int) int {
-	return int(hash % uint64(maxParallelism))
+	m := uint64(maxParallelism)
+	if m&(m-1) == 0 {
+		// A power of two (the default 128 is one): a mask gives the same
+		// result as the modulo without a 64-bit division on the hot path.
+		return int(hash & (m - 1))
+	}
+	return int(hash % m)
 }
 
 // ValidateMaxParallelism reports whether maxParallelism is in

@@ -223,3 +223,17 @@ func TestStoreConfigNormalize(t *testing.T) {
 		t.Errorf("range beyond maxP: %v", err)
 	}
 }
+
+func TestKeyGroupOfHashFastPathEqualsModulo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		h := rng.Uint64()
+		m := 1 + rng.IntN(UpperBoundMaxParallelism)
+		if rng.IntN(2) == 0 {
+			m = 1 << rng.IntN(16)
+		}
+		if got, want := KeyGroupOfHash(h, m), int(h%uint64(m)); got != want {
+			t.Fatalf("KeyGroupOfHash(%#x, %d) = %d, want %d", h, m, got, want)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package cow_test
+
+import (
+	"testing"
+
+	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+func factory(opts cow.Options) storetest.Factory {
+	return func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		opts.StoreConfig = cfg
+		s, err := cow.New(opts)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return s
+	}
+}
+
+// TestConformance runs the shared conformance suite with the default
+// options.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, factory(cow.Options{}))
+}
+
+// TestConformanceTinySlabsEagerCompaction runs the suite with the smallest
+// slabs (many slabs, values in slabs of their own) and compaction after
+// nearly every write, so that every path of the arena is exercised.
+func TestConformanceTinySlabsEagerCompaction(t *testing.T) {
+	storetest.Run(t, factory(cow.Options{MaxSlabSize: 1 << 10, CompactionMinGarbage: 1}))
+}

@@ -1,0 +1,64 @@
+package cow
+
+import (
+	"fmt"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// Options configures a Store. The zero value of every field means its
+// default; New applies the defaults in one place (Options.withDefaults).
+type Options struct {
+	// StoreConfig is the job's maxParallelism and the key groups the store
+	// owns (default: all of DefaultMaxParallelism).
+	runtime.StoreConfig
+
+	// MaxSlabSize is the size of the largest slab a table allocates; the
+	// slabs of a table grow from 512 bytes to it as the table grows, and a
+	// value, list or tree node larger than half of it gets a slab of its
+	// own. Default 1 MiB, which is also the maximum; at least 1 KiB.
+	MaxSlabSize int
+
+	// CompactionMinGarbage is the least garbage, in bytes, that makes a
+	// table compact itself; a table compacts when its garbage (entries
+	// overwritten or deleted, pages and nodes copied for snapshots) exceeds
+	// both this and its live bytes. Default 64 KiB; tests set 1 to compact
+	// as often as possible.
+	CompactionMinGarbage int
+
+	// OnLeakedSnapshot, if set, is called when a snapshot becomes
+	// unreachable without having been released. The store releases such a
+	// snapshot itself (so that copy-on-write stops), but a leak is a bug in
+	// the caller: this hook reports it. It runs on a runtime cleanup
+	// goroutine and receives the snapshot's sequence number (1 for the
+	// store's first snapshot).
+	OnLeakedSnapshot func(seq uint64)
+}
+
+const (
+	defaultMaxSlabSize = 1 << offBits
+	minMaxSlabSize     = 1 << 10
+	defaultMinGarbage  = 64 << 10
+)
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	cfg, err := o.StoreConfig.Normalize()
+	if err != nil {
+		return o, fmt.Errorf("cow: %w", err)
+	}
+	o.StoreConfig = cfg
+	switch {
+	case o.MaxSlabSize == 0:
+		o.MaxSlabSize = defaultMaxSlabSize
+	case o.MaxSlabSize < minMaxSlabSize || o.MaxSlabSize > defaultMaxSlabSize:
+		return o, fmt.Errorf("cow: MaxSlabSize %d is outside [%d, %d]", o.MaxSlabSize, minMaxSlabSize, defaultMaxSlabSize)
+	}
+	switch {
+	case o.CompactionMinGarbage == 0:
+		o.CompactionMinGarbage = defaultMinGarbage
+	case o.CompactionMinGarbage < 0:
+		return o, fmt.Errorf("cow: CompactionMinGarbage %d is negative", o.CompactionMinGarbage)
+	}
+	return o, nil
+}

@@ -1,0 +1,339 @@
+package cow
+
+import (
+	"fmt"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// state is one registered state: a table per owned key group, made on the
+// first write to it.
+type state struct {
+	s    *Store
+	spec runtime.StateSpec
+	tabs []*table
+}
+
+// hash returns the hash of k's entry in the main table: the key's stable
+// hash, mixed with a cheap hash of the namespace for sub-keyed states.
+func (st *state) hash(k runtime.Key) uint64 {
+	if !st.spec.SubKeyed {
+		return k.Hash
+	}
+	return k.Hash ^ nsHash(k.Namespace)
+}
+
+// rtable checks a read of k and returns k's table, nil if it has none.
+func (st *state) rtable(k runtime.Key, usesNS bool) (*table, error) {
+	s := st.s
+	if s.closed {
+		return nil, fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	i := k.Group - s.cfg.KeyGroups.Start
+	if k.Group < s.cfg.KeyGroups.Start || i >= len(st.tabs) {
+		return nil, fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
+			runtime.ErrKeyGroupNotOwned, st.spec.Name, k.Group, s.cfg.KeyGroups)
+	}
+	if usesNS && !st.spec.SubKeyed && len(k.Namespace) != 0 {
+		return nil, fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
+			runtime.ErrInvalidKey, st.spec.Name, k.Namespace)
+	}
+	return st.tabs[i], nil
+}
+
+// wtable checks a write of k and returns k's table, making it if needed,
+// ready for writing.
+func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
+	t, err := st.rtable(k, usesNS)
+	if err != nil {
+		return nil, err
+	}
+	s := st.s
+	if s.iterating > 0 {
+		return nil, fmt.Errorf("cow: state %q: write from inside an iteration callback", st.spec.Name)
+	}
+	if t == nil {
+		t = newTable(st.spec.Kind, &s.opts, s.seq)
+		st.tabs[k.Group-s.cfg.KeyGroups.Start] = t
+	}
+	if len(t.slabs) > maxSlabs-slabHeadroom {
+		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group)
+	}
+	t.cow = s.live.Load() != 0
+	t.epoch = s.seq
+	t.step(&t.main)
+	return t, nil
+}
+
+// done ends a write on t.
+func (st *state) done(t *table, err error) error {
+	t.maybeCompact()
+	if err != nil {
+		return fmt.Errorf("state %q: %w", st.spec.Name, err)
+	}
+	return nil
+}
+
+// created records a new (key, namespace) in the namespace index.
+func (st *state) created(t *table, k runtime.Key) error {
+	if !st.spec.SubKeyed {
+		return nil
+	}
+	t.step(&t.nsIdx)
+	_, err := t.treePut(&t.nsIdx, k.Hash, k.Key, nil, k.Namespace, nil)
+	return err
+}
+
+// removed drops a (key, namespace) from the namespace index.
+func (st *state) removed(t *table, k runtime.Key) {
+	if st.spec.SubKeyed {
+		t.step(&t.nsIdx)
+		t.treeDelete(&t.nsIdx, k.Hash, k.Key, nil, k.Namespace)
+	}
+}
+
+// Spec implements runtime.State.
+func (st *state) Spec() runtime.StateSpec { return st.spec }
+
+// Clear implements runtime.State.
+func (st *state) Clear(k runtime.Key) error {
+	t, err := st.wtable(k, true)
+	if err != nil {
+		return err
+	}
+	h := st.hash(k)
+	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
+		_, _, val, _, _ := decodeEntry(recEntry(t.slabs, rec))
+		t.removeEntry(&t.main, l, t.owned(val))
+		st.removed(t, k)
+	}
+	return st.done(t, nil)
+}
+
+// Namespaces implements runtime.State. Sub-keyed states report namespaces
+// in ascending byte order.
+func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
+	t, err := st.rtable(k, false)
+	if err != nil || t == nil {
+		return err
+	}
+	st.s.iterating++
+	defer func() { st.s.iterating-- }()
+	if !st.spec.SubKeyed {
+		if rec, _ := find(t.slabs, &t.main, k.Hash, k.Key, nil); rec != nil {
+			fn([]byte{})
+		}
+		return nil
+	}
+	rec, _ := find(t.slabs, &t.nsIdx, k.Hash, k.Key, nil)
+	if rec == nil {
+		return nil
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	root, ok := decodeBtree(rv)
+	if !ok {
+		return errCorrupt
+	}
+	return btRange(t.slabs, &root, nil, nil, false, func(ns, _ []byte) bool { return fn(ns) })
+}
+
+// DeleteAll implements runtime.State.
+func (st *state) DeleteAll(k runtime.Key) error {
+	if !st.spec.SubKeyed {
+		k.Namespace = nil
+		return st.Clear(k)
+	}
+	t, err := st.wtable(k, false)
+	if err != nil {
+		return err
+	}
+	t.step(&t.nsIdx)
+	rec, l := find(t.slabs, &t.nsIdx, k.Hash, k.Key, nil)
+	if rec == nil {
+		return st.done(t, nil)
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	root, _ := decodeBtree(rv)
+	slabs := t.slabs // removals below only append to the arena
+	err = btRange(slabs, &root, nil, nil, false, func(ns, _ []byte) bool {
+		h := k.Hash ^ nsHash(ns)
+		if mrec, ml := find(t.slabs, &t.main, h, k.Key, ns); mrec != nil {
+			_, _, val, _, _ := decodeEntry(recEntry(t.slabs, mrec))
+			t.removeEntry(&t.main, ml, t.owned(val))
+		}
+		return true
+	})
+	t.removeEntry(&t.nsIdx, l, root.bytes)
+	return st.done(t, err)
+}
+
+// valueState implements runtime.ValueState.
+type valueState struct{ *state }
+
+// Get implements runtime.ValueState. The value aliases the store's memory:
+// it is read-only and valid until the next call on the store.
+func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
+	t, err := v.rtable(k, true)
+	if err != nil || t == nil {
+		return nil, false, err
+	}
+	rec, _ := find(t.slabs, &t.main, v.hash(k), k.Key, k.Namespace)
+	if rec == nil {
+		return nil, false, nil
+	}
+	_, _, val, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	return val, true, nil
+}
+
+// Put implements runtime.ValueState.
+func (v valueState) Put(k runtime.Key, value []byte) error {
+	t, err := v.wtable(k, true)
+	if err != nil {
+		return err
+	}
+	h := v.hash(k)
+	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
+		// The common case first: an inline value of the same length in a
+		// page no snapshot can see is overwritten where it is.
+		if !t.cow && rec[0]&3 == recInline {
+			if _, _, old, _, ok := decodeEntry(rec[4:]); ok && len(old) == len(value) {
+				copy(old, value)
+				return v.done(t, nil)
+			}
+		}
+		t.setValue(&t.main, l, value)
+		return v.done(t, nil)
+	}
+	if err := t.insertEntry(&t.main, h, k.Key, k.Namespace, value); err != nil {
+		return v.done(t, err)
+	}
+	return v.done(t, v.created(t, k))
+}
+
+// listState implements runtime.ListState.
+type listState struct{ *state }
+
+// Get implements runtime.ListState.
+func (ls listState) Get(k runtime.Key, fn func(elem []byte) bool) error {
+	t, err := ls.rtable(k, true)
+	if err != nil || t == nil {
+		return err
+	}
+	rec, _ := find(t.slabs, &t.main, ls.hash(k), k.Key, k.Namespace)
+	if rec == nil {
+		return nil
+	}
+	_, _, hv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	ls.s.iterating++
+	defer func() { ls.s.iterating-- }()
+	return listScan(t.slabs, hv, fn)
+}
+
+// Add implements runtime.ListState.
+func (ls listState) Add(k runtime.Key, elem []byte) error {
+	one := [1][]byte{elem}
+	return ls.AddAll(k, one[:])
+}
+
+// AddAll implements runtime.ListState.
+func (ls listState) AddAll(k runtime.Key, elems [][]byte) error {
+	t, err := ls.wtable(k, true)
+	if err != nil {
+		return err
+	}
+	if len(elems) == 0 {
+		return ls.done(t, nil)
+	}
+	created, err := t.listAppend(ls.hash(k), k.Key, k.Namespace, elems)
+	if err == nil && created {
+		err = ls.created(t, k)
+	}
+	return ls.done(t, err)
+}
+
+// Update implements runtime.ListState.
+func (ls listState) Update(k runtime.Key, elems [][]byte) error {
+	if len(elems) == 0 {
+		return ls.Clear(k)
+	}
+	t, err := ls.wtable(k, true)
+	if err != nil {
+		return err
+	}
+	created, err := t.listReplace(ls.hash(k), k.Key, k.Namespace, elems)
+	if err == nil && created {
+		err = ls.created(t, k)
+	}
+	return ls.done(t, err)
+}
+
+// mapState implements runtime.MapState.
+type mapState struct{ *state }
+
+// Get implements runtime.MapState.
+func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
+	t, err := m.rtable(k, true)
+	if err != nil || t == nil {
+		return nil, false, err
+	}
+	v, ok := treeGet(t.slabs, &t.main, m.hash(k), k.Key, k.Namespace, userKey)
+	return v, ok, nil
+}
+
+// Put implements runtime.MapState.
+func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
+	t, err := m.wtable(k, true)
+	if err != nil {
+		return err
+	}
+	created, err := t.treePut(&t.main, m.hash(k), k.Key, k.Namespace, userKey, value)
+	if err == nil && created {
+		err = m.created(t, k)
+	}
+	return m.done(t, err)
+}
+
+// Delete implements runtime.MapState.
+func (m mapState) Delete(k runtime.Key, userKey []byte) error {
+	t, err := m.wtable(k, true)
+	if err != nil {
+		return err
+	}
+	if t.treeDelete(&t.main, m.hash(k), k.Key, k.Namespace, userKey) {
+		m.removed(t, k)
+	}
+	return m.done(t, nil)
+}
+
+// Iterate implements runtime.MapState; both map kinds iterate in ascending
+// order of user key.
+func (m mapState) Iterate(k runtime.Key, fn func(userKey, value []byte) bool) error {
+	return m.scan(k, nil, nil, false, fn)
+}
+
+func (m mapState) scan(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
+	t, err := m.rtable(k, true)
+	if err != nil || t == nil {
+		return err
+	}
+	rec, _ := find(t.slabs, &t.main, m.hash(k), k.Key, k.Namespace)
+	if rec == nil {
+		return nil
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	root, ok := decodeBtree(rv)
+	if !ok {
+		return errCorrupt
+	}
+	m.s.iterating++
+	defer func() { m.s.iterating-- }()
+	return btRange(t.slabs, &root, lo, hi, reverse, fn)
+}
+
+// sortedMapState implements runtime.SortedMapState.
+type sortedMapState struct{ mapState }
+
+// Range implements runtime.SortedMapState.
+func (m sortedMapState) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
+	return m.scan(k, lo, hi, reverse, fn)
+}

@@ -1,0 +1,231 @@
+package cow
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// Store is the copy-on-write in-memory backend: a runtime.Store whose
+// snapshots cost O(states × key groups). Like every Store it is used by one
+// goroutine; its snapshots may be read and released on others.
+type Store struct {
+	cfg     runtime.StoreConfig
+	opts    Options
+	states  map[string]*state
+	handles map[string]runtime.State
+	closed  bool
+	// iterating counts the iterations running now: their callbacks must
+	// not write.
+	iterating int
+	// live counts the snapshots not yet released. It is shared with the
+	// snapshots, which decrement it from any goroutine.
+	live *atomic.Int64
+	seq  uint64
+}
+
+var _ runtime.Store = (*Store)(nil)
+
+// New returns an empty store configured by opts.
+func New(opts Options) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		cfg:     o.StoreConfig,
+		opts:    o,
+		states:  make(map[string]*state),
+		handles: make(map[string]runtime.State),
+		live:    new(atomic.Int64),
+	}, nil
+}
+
+// Config implements runtime.Store.
+func (s *Store) Config() runtime.StoreConfig { return s.cfg }
+
+// LiveSnapshots returns the number of snapshots taken and not yet released.
+// While it is above zero, writes copy what those snapshots can see; a count
+// that only grows is a leaked snapshot (see also Options.OnLeakedSnapshot).
+// It may be called from any goroutine.
+func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
+
+// Register implements runtime.Store.
+func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
+	if s.closed {
+		return nil, fmt.Errorf("%w: cannot register state %q", runtime.ErrClosed, spec.Name)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if st, ok := s.states[spec.Name]; ok {
+		if err := runtime.CheckSame(st.spec, spec); err != nil {
+			return nil, err
+		}
+		return s.handles[spec.Name], nil
+	}
+	return s.create(spec), nil
+}
+
+func (s *Store) create(spec runtime.StateSpec) runtime.State {
+	st := &state{s: s, spec: spec, tabs: make([]*table, s.cfg.KeyGroups.Len())}
+	var h runtime.State
+	switch spec.Kind {
+	case runtime.KindValue:
+		h = valueState{st}
+	case runtime.KindList:
+		h = listState{st}
+	case runtime.KindMap:
+		h = mapState{st}
+	default:
+		h = sortedMapState{mapState{st}}
+	}
+	s.states[spec.Name] = st
+	s.handles[spec.Name] = h
+	return h
+}
+
+// States implements runtime.Store.
+func (s *Store) States() []runtime.StateSpec {
+	out := make([]runtime.StateSpec, 0, len(s.states))
+	for _, st := range s.states {
+		out = append(out, st.spec)
+	}
+	slices.SortFunc(out, func(a, b runtime.StateSpec) int { return cmpString(a.Name, b.Name) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Snapshot implements runtime.Store. It copies, for every state and owned
+// key group, the table's roots and slab list (a few words), and records the
+// arena's end in the table so that later writes copy what lies below it.
+// It visits no entry.
+func (s *Store) Snapshot() (runtime.Snapshot, error) {
+	if s.closed {
+		return nil, fmt.Errorf("%w: cannot snapshot", runtime.ErrClosed)
+	}
+	s.seq++
+	sh := &snapShared{live: s.live, seq: s.seq, onLeak: s.opts.OnLeakedSnapshot}
+	snap := &snapshot{
+		sh:     sh,
+		maxP:   s.cfg.MaxParallelism,
+		groups: s.cfg.KeyGroups,
+		specs:  s.States(),
+		states: make(map[string]*stateView, len(s.states)),
+	}
+	for name, st := range s.states {
+		sv := &stateView{spec: st.spec, tabs: make([]tableView, len(st.tabs))}
+		for i, t := range st.tabs {
+			if t == nil || t.empty() {
+				continue
+			}
+			sv.tabs[i] = tableView{slabs: t.slabs, main: t.main}
+			t.marks = t.mark()
+			t.frozenEpoch = s.seq
+		}
+		snap.states[name] = sv
+	}
+	s.live.Add(1)
+	sh.arm(snap)
+	return snap, nil
+}
+
+// Restore implements runtime.Store. It checks every state and key group
+// before it loads anything; a key group that already holds entries of a
+// restored state fails with runtime.ErrRestoreConflict (the store never
+// merges or replaces).
+func (s *Store) Restore(src runtime.View) error {
+	if s.closed {
+		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
+	}
+	if s.iterating > 0 {
+		return fmt.Errorf("cow: Restore called from inside an iteration callback")
+	}
+	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
+		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
+			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
+	}
+	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
+		return fmt.Errorf("cow: restore: the view's key groups: %w", err)
+	}
+	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
+	specs := src.States()
+	for _, spec := range specs {
+		st, ok := s.states[spec.Name]
+		if !ok {
+			if err := spec.Validate(); err != nil {
+				return fmt.Errorf("cow: restore: %w", err)
+			}
+			continue
+		}
+		if err := runtime.CheckSame(st.spec, spec); err != nil {
+			return fmt.Errorf("cow: restore: %w", err)
+		}
+		for kg := range groups.All() {
+			if t := st.tabs[kg-s.cfg.KeyGroups.Start]; t != nil && !t.empty() {
+				return fmt.Errorf("%w: state %q already has entries in key group %d",
+					runtime.ErrRestoreConflict, spec.Name, kg)
+			}
+		}
+	}
+	for _, spec := range specs {
+		if _, ok := s.states[spec.Name]; !ok {
+			s.create(spec)
+		}
+		h := s.handles[spec.Name]
+		for kg := range groups.All() {
+			if err := src.Scan(spec.Name, kg, func(e runtime.Entry) error { return s.load(h, spec, kg, e) }); err != nil {
+				return fmt.Errorf("cow: restore: state %q, key group %d: %w", spec.Name, kg, err)
+			}
+		}
+	}
+	return nil
+}
+
+// load writes one restored entry.
+func (s *Store) load(h runtime.State, spec runtime.StateSpec, kg int, e runtime.Entry) error {
+	hash := runtime.HashKey(e.Key)
+	if g := runtime.KeyGroupOfHash(hash, s.cfg.MaxParallelism); g != kg {
+		return fmt.Errorf("%w: entry of key %x, which belongs to key group %d, read from key group %d",
+			runtime.ErrCorrupt, e.Key, g, kg)
+	}
+	if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
+		return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
+	}
+	k := runtime.Key{Group: kg, Hash: hash, Key: e.Key, Namespace: e.Namespace}
+	switch st := h.(type) {
+	case valueState:
+		return st.Put(k, e.Value)
+	case listState:
+		return st.Add(k, e.Value)
+	case mapState:
+		return st.Put(k, e.UserKey, e.Value)
+	case sortedMapState:
+		return st.Put(k, e.UserKey, e.Value)
+	}
+	return fmt.Errorf("cow: state %q has unknown kind %v", spec.Name, spec.Kind)
+}
+
+// Close implements runtime.Store. Live snapshots stay readable until they
+// are released.
+func (s *Store) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, st := range s.states {
+		clear(st.tabs)
+	}
+	return nil
+}

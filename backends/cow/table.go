@@ -1,0 +1,380 @@
+package cow
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+var (
+	// ErrTooLarge reports a write to a (state, key group) table that has
+	// reached the backend's limits: 2^24 records (about 12M keys and
+	// namespaces), or 2^16 arena slabs of at most MaxSlabSize bytes (some
+	// 60 GiB at the default). Spread the state over more key groups (a
+	// larger maxParallelism).
+	ErrTooLarge = errors.New("cow: table of one state and key group is too large")
+
+	errTooLarge = ErrTooLarge
+	errCorrupt  = fmt.Errorf("%w: cow: entry bytes are malformed", runtime.ErrCorrupt)
+)
+
+// table holds one state's entries in one key group: an arena and the roots
+// of its hash tables. Snapshots copy the table's roots and slab list, never
+// its entries.
+type table struct {
+	arena
+	main  htab // (key, namespace) -> value, list header or B-tree root
+	nsIdx htab // sub-keyed states: key -> B-tree of its namespaces
+	kind  runtime.Kind
+	// marks is the end of the arena at the newest snapshot; cow, set by
+	// every write from the store's count of live snapshots, says whether a
+	// snapshot may still see what lies below it.
+	marks      marks
+	cow        bool
+	garbage    int64 // bytes of regions no longer reachable from the roots
+	minCompact int64
+	// epoch is the store's snapshot count, stamped on new pages; pages
+	// older than frozenEpoch, the count at the table's newest snapshot,
+	// may be seen by it.
+	epoch       uint64
+	frozenEpoch uint64
+	buf         []byte // scratch for entries being rewritten
+}
+
+func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {
+	return &table{arena: newArena(o.MaxSlabSize), kind: kind, minCompact: int64(o.CompactionMinGarbage), epoch: epoch}
+}
+
+// frozen reports whether a live snapshot may reach the region at ref, which
+// must then not be written.
+func (t *table) frozen(ref uint64) bool { return t.cow && t.marks.frozen(ref) }
+
+// copyRegion copies the n-byte region at ref into a fresh one; the old one
+// becomes garbage.
+func (t *table) copyRegion(ref uint64, n int) uint64 {
+	nref, b := t.alloc(n)
+	copy(b, at(t.slabs, ref)[:n])
+	t.garbage += int64(n)
+	return nref
+}
+
+func (t *table) empty() bool { return t.main.count == 0 }
+
+// setValue replaces the value of the entry at l in r: in place if no
+// snapshot can see it and the length is unchanged, else in a copy.
+func (t *table) setValue(r *htab, l loc, val []byte) {
+	dir, _, w := r.table(l.old)
+	rec := record(dir, w, l.pos)
+	ref := entryRef(rec)
+	key, ns, old, size, _ := decodeEntry(recEntry(t.slabs, rec))
+	if len(old) == len(val) {
+		if ref == 0 {
+			mrec := t.mutRecord(r, l.old, l.pos)
+			_, _, ov, _, _ := decodeEntry(mrec[4:])
+			copy(ov, val)
+			return
+		}
+		if !t.frozen(ref) {
+			copy(old, val)
+			return
+		}
+	}
+	n := entrySize(len(key), len(ns), len(val))
+	if cap(t.buf) < n {
+		t.buf = make([]byte, n)
+	}
+	e := t.buf[:n]
+	writeEntry(e, key, ns, val)
+	if ref != 0 {
+		t.garbage += int64(size)
+	}
+	r.bytes += int64(n - size)
+	t.put(t.mutRecord(r, l.old, l.pos), ctrl(rec), e, 0)
+}
+
+// insertEntry adds the entry of (key, ns), which r does not hold.
+func (t *table) insertEntry(r *htab, h uint64, key, ns, val []byte) error {
+	n := entrySize(len(key), len(ns), len(val))
+	if err := t.reserve(r, n); err != nil {
+		return err
+	}
+	if cap(t.buf) < n {
+		t.buf = make([]byte, n)
+	}
+	e := t.buf[:n]
+	writeEntry(e, key, ns, val)
+	t.place(r, tagOf(h)|recInline, e, 0)
+	r.count++
+	r.bytes += int64(n)
+	return nil
+}
+
+// removeEntry deletes the entry at l in r; extra is the size of what the
+// entry owns (a list region, a tree).
+func (t *table) removeEntry(r *htab, l loc, extra int64) {
+	dir, _, w := r.table(l.old)
+	rec := record(dir, w, l.pos)
+	_, _, _, size, _ := decodeEntry(recEntry(t.slabs, rec))
+	if entryRef(rec) != 0 {
+		t.garbage += int64(size)
+	}
+	t.garbage += extra
+	r.bytes -= int64(size)
+	t.removeAt(r, l)
+}
+
+// owned returns the bytes that the value of a main-table entry owns.
+func (t *table) owned(val []byte) int64 {
+	switch t.kind {
+	case runtime.KindList:
+		_, _, c := decodeList(val)
+		return int64(c)
+	case runtime.KindMap, runtime.KindSortedMap:
+		r, _ := decodeBtree(val)
+		return r.bytes
+	}
+	return 0
+}
+
+// List headers: region ref | bytes used | bytes of capacity. Elements are
+// uvarint length | bytes, back to back. Appends write past the used bytes of
+// the region, which no snapshot reads, so they never copy the region.
+const listHdrSize = 24
+
+func decodeList(b []byte) (region uint64, used, capb int) {
+	if len(b) != listHdrSize {
+		return 0, 0, 0
+	}
+	return binary.LittleEndian.Uint64(b), int(binary.LittleEndian.Uint64(b[8:])), int(binary.LittleEndian.Uint64(b[16:]))
+}
+
+func encodeList(b []byte, region uint64, used, capb int) {
+	binary.LittleEndian.PutUint64(b, region)
+	binary.LittleEndian.PutUint64(b[8:], uint64(used))
+	binary.LittleEndian.PutUint64(b[16:], uint64(capb))
+}
+
+func listBytes(elems [][]byte) int {
+	n := 0
+	for _, e := range elems {
+		n += uvlen(len(e)) + len(e)
+	}
+	return n
+}
+
+func writeElems(b []byte, elems [][]byte) {
+	n := 0
+	for _, e := range elems {
+		n += putUvarint(b[n:], len(e))
+		n += copy(b[n:], e)
+	}
+}
+
+// listAppend appends elems to the list of (key, ns) and reports whether it
+// created the list.
+func (t *table) listAppend(h uint64, key, ns []byte, elems [][]byte) (bool, error) {
+	need := listBytes(elems)
+	rec, l := find(t.slabs, &t.main, h, key, ns)
+	var hdr [listHdrSize]byte
+	if rec == nil {
+		region, b := t.alloc(need)
+		writeElems(b, elems)
+		encodeList(hdr[:], region, need, need)
+		return true, t.insertEntry(&t.main, h, key, ns, hdr[:])
+	}
+	_, _, hv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	region, used, capb := decodeList(hv)
+	if used+need <= capb {
+		writeElems(at(t.slabs, region)[used:], elems)
+	} else {
+		ncap := max(2*capb, used+need)
+		nregion, b := t.alloc(ncap)
+		copy(b, at(t.slabs, region)[:used])
+		writeElems(b[used:], elems)
+		t.garbage += int64(capb)
+		region, capb = nregion, ncap
+	}
+	encodeList(hdr[:], region, used+need, capb)
+	t.setValue(&t.main, l, hdr[:])
+	return false, nil
+}
+
+// listReplace replaces the list of (key, ns) with elems (not empty).
+func (t *table) listReplace(h uint64, key, ns []byte, elems [][]byte) (bool, error) {
+	need := listBytes(elems)
+	rec, l := find(t.slabs, &t.main, h, key, ns)
+	if rec == nil {
+		return t.listAppend(h, key, ns, elems)
+	}
+	var hdr [listHdrSize]byte
+	_, _, hv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	region, _, capb := decodeList(hv)
+	if capb < need || t.frozen(region) {
+		t.garbage += int64(capb)
+		region, _ = t.alloc(need)
+		capb = need
+	}
+	writeElems(at(t.slabs, region)[:capb], elems)
+	encodeList(hdr[:], region, need, capb)
+	t.setValue(&t.main, l, hdr[:])
+	return false, nil
+}
+
+// listScan calls fn with each element of the list whose header is hv.
+func listScan(slabs [][]byte, hv []byte, fn func(elem []byte) bool) error {
+	region, used, _ := decodeList(hv)
+	if region == 0 {
+		return errCorrupt
+	}
+	b := at(slabs, region)
+	if used > len(b) {
+		return errCorrupt
+	}
+	b = b[:used]
+	for len(b) > 0 {
+		n, w := uvarint(b)
+		if w == 0 || n > len(b)-w {
+			return errCorrupt
+		}
+		if !fn(b[w : w+n : w+n]) {
+			return nil
+		}
+		b = b[w+n:]
+	}
+	return nil
+}
+
+// treeGet returns the value of uk in the tree of the entry (key, ns) of r.
+func treeGet(slabs [][]byte, r *htab, h uint64, key, ns, uk []byte) ([]byte, bool) {
+	rec, _ := find(slabs, r, h, key, ns)
+	if rec == nil {
+		return nil, false
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(slabs, rec))
+	root, ok := decodeBtree(rv)
+	if !ok {
+		return nil, false
+	}
+	return btGet(slabs, &root, uk)
+}
+
+// treePut sets uk to val in the tree of the entry (key, ns) of r, creating
+// the entry if needed, and reports whether it did.
+func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, error) {
+	rec, l := find(t.slabs, r, h, key, ns)
+	var rb [btRootSize]byte
+	if rec == nil {
+		var root btree
+		t.btPut(&root, uk, val)
+		root.encode(rb[:])
+		return true, t.insertEntry(r, h, key, ns, rb[:])
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	root, _ := decodeBtree(rv)
+	before := root
+	t.btPut(&root, uk, val)
+	if root != before {
+		root.encode(rb[:])
+		t.setValue(r, l, rb[:])
+	}
+	return false, nil
+}
+
+// treeDelete removes uk from the tree of the entry (key, ns) of r, removing
+// the entry if the tree becomes empty, and reports whether it did.
+func (t *table) treeDelete(r *htab, h uint64, key, ns, uk []byte) bool {
+	rec, l := find(t.slabs, r, h, key, ns)
+	if rec == nil {
+		return false
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	root, _ := decodeBtree(rv)
+	before := root
+	if !t.btDelete(&root, uk) {
+		return false
+	}
+	if root.count == 0 {
+		t.removeEntry(r, l, root.bytes)
+		return true
+	}
+	if root != before {
+		var rb [btRootSize]byte
+		root.encode(rb[:])
+		t.setValue(r, l, rb[:])
+	}
+	return false
+}
+
+// maybeCompact compacts t once its garbage outweighs its live bytes. While a
+// snapshot is live, compaction frees nothing until the snapshot is released
+// (the snapshot keeps the old arena), so it waits for four times the live
+// bytes: enough to bound memory under back-to-back snapshots, rare enough
+// not to tax the copy-on-write path.
+func (t *table) maybeCompact() {
+	if t.garbage < t.minCompact {
+		return
+	}
+	live := t.used - t.garbage
+	if t.garbage > live && (!t.cow || t.garbage > 4*live) {
+		t.compact()
+	}
+}
+
+// compact rebuilds the table in a fresh arena: live entries only, hash
+// tables sized for their counts, lists at their exact length, trees packed.
+// Live snapshots keep the old arena alive through their own slab lists; the
+// new arena holds nothing they can see.
+func (t *table) compact() {
+	src := t.slabs
+	oldMain, oldNS := t.main, t.nsIdx
+	t.arena = newArena(t.maxSlab)
+	t.marks = marks{}
+	t.garbage = 0
+	var items [][2]uint64
+	t.main = t.rebuild(src, &oldMain, t.kind, &items)
+	t.nsIdx = t.rebuild(src, &oldNS, runtime.KindSortedMap, &items)
+}
+
+func (t *table) rebuild(src [][]byte, r *htab, kind runtime.Kind, items *[][2]uint64) htab {
+	var n htab
+	if r.count == 0 {
+		return n
+	}
+	n.logcap = capFor(r.count)
+	n.w = uint16(widthFor(r.bytes / int64(r.count)))
+	n.dir, n.dirEpoch = t.allocTable(n.logcap, int(n.w)), t.epoch
+	n.count, n.bytes = r.count, r.bytes
+	var hv [max(listHdrSize, btRootSize)]byte
+	scanTable(r, func(rec []byte) bool {
+		key, ns, val, _, _ := decodeEntry(recEntry(src, rec))
+		switch kind {
+		case runtime.KindList:
+			region, used, _ := decodeList(val)
+			nregion, b := t.alloc(max(used, 1))
+			copy(b, at(src, region)[:used])
+			encodeList(hv[:], nregion, used, max(used, 1))
+			val = hv[:listHdrSize]
+		case runtime.KindMap, runtime.KindSortedMap:
+			root, _ := decodeBtree(val)
+			*items = (*items)[:0]
+			var size int64
+			_ = btRange(src, &root, nil, nil, false, func(uk, v []byte) bool {
+				ref, sz := t.newItem(uk, v)
+				size += int64(sz)
+				*items = append(*items, [2]uint64{prefix(uk), ref})
+				return true
+			})
+			nr := t.btBuild(*items)
+			nr.bytes += size
+			nr.encode(hv[:])
+			val = hv[:btRootSize]
+		}
+		e := make([]byte, entrySize(len(key), len(ns), len(val)))
+		writeEntry(e, key, ns, val)
+		t.place(&n, ctrl(rec), e, 0)
+		return true
+	})
+	return n
+}
