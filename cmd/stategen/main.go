@@ -1,0 +1,199 @@
+// Command stategen generates the serializers and Open functions of state
+// declared in plain Go.
+//
+// A state declaration is a struct type marked with a //stategen:state
+// comment whose fields are the generic state handles of package
+// github.com/stategen/stategen/runtime:
+//
+//	//go:generate go run github.com/stategen/stategen/cmd/stategen
+//
+//	//stategen:state
+//	type ClickState struct {
+//		Clicks  runtime.Value[string, int64]              `state:"clicks"`
+//		Windows runtime.SubKeyedValue[string, Window, Agg] `state:"windows"`
+//	}
+//
+// stategen writes stategen_state.gen.go (and, unless -tests=false,
+// stategen_state.gen_test.go) into each package it is given, with
+// OpenClickState(runtime.Store) (*ClickState, error) and the codecs of every
+// type the states use. See package github.com/stategen/stategen/gen for the
+// design and the supported types.
+//
+// Usage:
+//
+//	stategen [flags] [packages]
+//
+// Packages are go command patterns (default "."), such as ./... .
+//
+// Flags:
+//
+//	-check      write nothing; report stale, missing or obsolete files
+//	-tests      also generate stategen_state.gen_test.go (default true)
+//	-tags list  build tags to load packages with
+//	-v          print every file written or checked
+//
+// Exit status:
+//
+//	0  success: files written, or with -check, all files up to date
+//	1  the declarations cannot be generated (errors are printed as
+//	   file:line:col: message), or the go command or the file system failed
+//	2  invalid usage
+//	3  with -check: some generated file is stale, missing or obsolete
+//
+// To run stategen as a tool of a module (Go 1.24 and later), add it with
+// go get -tool github.com/stategen/stategen/cmd/stategen and write
+//
+//	//go:generate go tool stategen
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/stategen/stategen/gen"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+	exitStale = 3
+)
+
+const usage = `usage: stategen [flags] [packages]
+
+stategen generates serializers and Open functions for the structs marked
+//stategen:state in the given packages (default "."), into
+stategen_state.gen.go and stategen_state.gen_test.go in each package.
+
+Flags:
+`
+
+const examples = `
+Examples:
+
+  In a package, next to the declarations:
+	//go:generate go run github.com/stategen/stategen/cmd/stategen
+
+  As a tool of the module (go get -tool github.com/stategen/stategen/cmd/stategen):
+	//go:generate go tool stategen
+
+  Generate for every package of a module:
+	stategen ./...
+
+  In CI, fail if generated code is stale:
+	stategen -check ./...
+
+Exit status: 0 ok, 1 generation errors, 2 usage, 3 stale (with -check).
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stategen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	check := fs.Bool("check", false, "write nothing; exit 3 if a generated file is stale, missing or obsolete")
+	tests := fs.Bool("tests", true, "also generate "+gen.TestFileName+" with round-trip, order and fuzz tests")
+	tags := fs.String("tags", "", "comma-separated build tags to load packages with")
+	verbose := fs.Bool("v", false, "print every file written or checked")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, examples)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	cfg := gen.Config{NoTests: !*tests}
+	if *tags != "" {
+		cfg.BuildFlags = []string{"-tags=" + *tags}
+	}
+	patterns := fs.Args()
+	if len(patterns) == 0 {
+		patterns = []string{"."}
+	}
+	files, err := gen.Generate(cfg, patterns...)
+	if err != nil {
+		var list gen.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				fmt.Fprintln(stderr, relError(e))
+			}
+		} else {
+			fmt.Fprintln(stderr, err)
+		}
+		return exitError
+	}
+	status := exitOK
+	for _, f := range files {
+		name := relPath(f.Path)
+		if *check {
+			diff, err := f.Check()
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				return exitError
+			}
+			if diff != "" {
+				fmt.Fprintf(stderr, "%s: %s\n", name, diff)
+				status = exitStale
+			} else if *verbose && f.Content != nil {
+				fmt.Fprintf(stdout, "%s: up to date\n", name)
+			}
+			continue
+		}
+		changed, err := f.Write()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitError
+		}
+		if *verbose {
+			switch {
+			case changed && f.Content == nil:
+				fmt.Fprintf(stdout, "%s: removed\n", name)
+			case changed:
+				fmt.Fprintf(stdout, "%s: written\n", name)
+			case f.Content != nil:
+				fmt.Fprintf(stdout, "%s: unchanged\n", name)
+			}
+		}
+	}
+	if status == exitStale {
+		fmt.Fprintln(stderr, "stategen: generated files are out of date; run stategen (go generate) and commit the result")
+	}
+	return status
+}
+
+// relPath shortens a path to one relative to the working directory when it
+// lies below it.
+func relPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	rel, err := filepath.Rel(wd, p)
+	if err != nil || filepath.IsAbs(rel) || len(rel) >= 2 && rel[:2] == ".." {
+		return p
+	}
+	return rel
+}
+
+// relError formats e with a relative file name.
+func relError(e *gen.Error) string {
+	if !e.Pos.IsValid() {
+		return e.Msg
+	}
+	p := e.Pos
+	p.Filename = relPath(p.Filename)
+	return p.String() + ": " + e.Msg
+}

@@ -1,0 +1,81 @@
+package emit
+
+import (
+	"bytes"
+	"errors"
+	"go/token"
+	"strings"
+	"testing"
+
+	"github.com/stategen/stategen/gen/model"
+)
+
+// pkgWith returns a hand-built model of a package with one state whose
+// value is a local struct type Event, and the given declarations.
+func pkgWith(decls ...string) *model.Package {
+	event := &model.Type{Kind: model.Named, Pkg: "example.com/p", PkgName: "p", Name: "Event",
+		Under: &model.Type{Kind: model.Struct, Fields: []model.Field{
+			{Name: "At", Type: &model.Type{Kind: model.Time}},
+			{Name: "Tags", Type: &model.Type{Kind: model.Slice, Elem: &model.Type{Kind: model.String}}},
+		}}}
+	p := &model.Package{Path: "example.com/p", Name: "p", Decls: map[string]token.Position{},
+		Structs: []*model.StateStruct{{Name: "S", States: []*model.State{{
+			Field: "Events", Name: "events", Kind: model.KindList,
+			Key: &model.Type{Kind: model.String}, Value: event,
+		}}}}}
+	for i, d := range decls {
+		p.Decls[d] = token.Position{Filename: "p.go", Line: i + 1, Column: 6}
+	}
+	return p
+}
+
+func TestFileFromHandBuiltModel(t *testing.T) {
+	code, err := File(pkgWith("S", "Event"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		Header + "\n",
+		"func OpenS(s runtime.Store) (*S, error) {",
+		"type EventCodec struct{}",
+		"Value:       EventCodec{},",
+		`Fingerprint: "` + pkgWith().Structs[0].States[0].Fingerprint() + `"`,
+	} {
+		if !bytes.Contains(code, []byte(want)) {
+			t.Errorf("generated code lacks %q:\n%s", want, code)
+		}
+	}
+}
+
+func TestGeneratedNamesMustNotConflict(t *testing.T) {
+	_, err := File(pkgWith("S", "Event", "EventCodec", "OpenS"))
+	var list model.ErrorList
+	if !errors.As(err, &list) || len(list) != 2 {
+		t.Fatalf("got %v, want two errors", err)
+	}
+	if got, want := list[0].Error(), "p.go:3:6: EventCodec conflicts with the codec stategen generates for type Event; rename one of them"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestImportsAvoidPackageNames(t *testing.T) {
+	p := pkgWith("S", "Event", "time", "strings")
+	p.Structs[0].States[0].Key = &model.Type{Kind: model.Time}
+	code, err := File(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`timepkg "time"`, `stringspkg "strings"`, "timepkg.Time"} {
+		if !strings.Contains(string(code), want) {
+			t.Errorf("generated code lacks %q:\n%s", want, code)
+		}
+	}
+}
+
+func TestNoStateNoFile(t *testing.T) {
+	for _, f := range []func(*model.Package) ([]byte, error){File, TestFile} {
+		if code, err := f(&model.Package{Path: "example.com/p", Name: "p"}); code != nil || err != nil {
+			t.Errorf("got %q, %v; want nothing", code, err)
+		}
+	}
+}

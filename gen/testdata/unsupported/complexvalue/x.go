@@ -1,0 +1,8 @@
+package complexvalue
+
+import "github.com/stategen/stategen/runtime"
+
+//stategen:state
+type S struct {
+	F runtime.Value[string, complex128]
+}

@@ -1,0 +1,9 @@
+package duplicate
+
+import "github.com/stategen/stategen/runtime"
+
+//stategen:state
+type S struct {
+	F runtime.Value[string, int64] `state:"x"`
+	G runtime.Value[string, int64] `state:"x"`
+}

@@ -1,0 +1,8 @@
+package slicekey
+
+import "github.com/stategen/stategen/runtime"
+
+//stategen:state
+type S struct {
+	F runtime.Value[[]string, int64]
+}

@@ -1,0 +1,201 @@
+package generated
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stategen/stategen/generated/geo"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+// TestStructKeyOrder checks by hand, on a table of keys in logical order,
+// that the generated key codec of a struct orders by its fields in
+// declaration order: by Start, then by End.
+func TestStructKeyOrder(t *testing.T) {
+	sorted := []Window{
+		{math.MinInt64, 0}, {-10, -20}, {-10, 5}, {-1, math.MaxInt64},
+		{0, math.MinInt64}, {0, 0}, {1, -1}, {math.MaxInt64, math.MinInt64},
+	}
+	var c WindowCodec
+	var prev []byte
+	for i, w := range sorted {
+		b := c.AppendKey(nil, w)
+		if i > 0 && bytes.Compare(prev, b) >= 0 {
+			t.Errorf("%+v encodes as %x, not after %+v's %x", w, b, sorted[i-1], prev)
+		}
+		prev = b
+	}
+}
+
+// TestSessionKeyOrderByField changes one field at a time and checks that
+// the first differing field decides the order, including strings that are
+// prefixes of each other, NUL bytes and negative numbers.
+func TestSessionKeyOrderByField(t *testing.T) {
+	base := SessionKey{User: "ann", Day: 3, Weight: 1.5, At: time.Unix(100, 0), ID: [4]byte{1, 2, 3, 4}, Raw: []byte("r"), Span: time.Second, Shard: 7, Color: Green}
+	var c SessionKeyCodec
+	less := []struct {
+		name string
+		a, b func(*SessionKey)
+	}{
+		{"User prefix", func(k *SessionKey) { k.User = "an" }, func(k *SessionKey) { k.User = "ann" }},
+		{"User NUL", func(k *SessionKey) { k.User = "a" }, func(k *SessionKey) { k.User = "a\x00" }},
+		{"Day negative", func(k *SessionKey) { k.Day = -1; k.User = "b" }, func(k *SessionKey) { k.Day = 0; k.User = "b" }},
+		{"Weight NaN first", func(k *SessionKey) { k.Weight = math.NaN() }, func(k *SessionKey) { k.Weight = math.Inf(-1) }},
+		{"Weight sign", func(k *SessionKey) { k.Weight = -0.5 }, func(k *SessionKey) { k.Weight = 0.25 }},
+		{"At", func(k *SessionKey) { k.At = time.Unix(-5, 999) }, func(k *SessionKey) { k.At = time.Unix(-5, 1000) }},
+		{"Active", func(k *SessionKey) { k.Active = false }, func(k *SessionKey) { k.Active = true }},
+		{"ID", func(k *SessionKey) { k.ID[3] = 4 }, func(k *SessionKey) { k.ID[3] = 5 }},
+		{"Raw prefix", func(k *SessionKey) { k.Raw = []byte("r") }, func(k *SessionKey) { k.Raw = []byte("r\x00") }},
+		{"Color last", func(k *SessionKey) { k.Color = Red }, func(k *SessionKey) { k.Color = Blue }},
+	}
+	for _, tc := range less {
+		a, b := base, base
+		tc.a(&a)
+		tc.b(&b)
+		ea, eb := c.AppendKey(nil, a), c.AppendKey(nil, b)
+		if bytes.Compare(ea, eb) >= 0 {
+			t.Errorf("%s: %x is not below %x", tc.name, ea, eb)
+		}
+	}
+}
+
+// TestFloatKeysAreCanonical checks the documented float key policy: every
+// NaN is one key, and -0 is +0.
+func TestFloatKeysAreCanonical(t *testing.T) {
+	var c stategenCodecGeoPoint
+	nan2 := math.Float64frombits(math.Float64bits(math.NaN()) ^ 1)
+	if a, b := c.AppendKey(nil, geo.Point{Lat: math.NaN()}), c.AppendKey(nil, geo.Point{Lat: nan2}); !bytes.Equal(a, b) {
+		t.Errorf("two NaNs encode differently: %x, %x", a, b)
+	}
+	if a, b := c.AppendKey(nil, geo.Point{Lon: math.Copysign(0, -1)}), c.AppendKey(nil, geo.Point{}); !bytes.Equal(a, b) {
+		t.Errorf("-0 and +0 encode differently: %x, %x", a, b)
+	}
+}
+
+// TestNilAndEmptyArePreserved checks that values keep nil apart from empty
+// slices, maps and []byte, and nil pointers apart from pointers to zero.
+func TestNilAndEmptyArePreserved(t *testing.T) {
+	var c AggCodec
+	zero := int64(0)
+	for _, v := range []Agg{
+		{},
+		{Colors: []Color{}, Levels: Tags{}, ByColor: map[Color][]string{}, Blob: Blob{}, Maybe: &zero, Extra: &Extra{}},
+	} {
+		got, _, err := c.DecodeValue(c.AppendValue(nil, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.Colors == nil) != (v.Colors == nil) || (got.Levels == nil) != (v.Levels == nil) ||
+			(got.ByColor == nil) != (v.ByColor == nil) || (got.Blob == nil) != (v.Blob == nil) ||
+			(got.Maybe == nil) != (v.Maybe == nil) || (got.Extra == nil) != (v.Extra == nil) {
+			t.Errorf("nil-ness changed: %#v became %#v", v, got)
+		}
+	}
+}
+
+// TestCorruptInputIsRejected checks a few corruptions by hand: each fails
+// with an error wrapping runtime.ErrCorrupt that names the field.
+func TestCorruptInputIsRejected(t *testing.T) {
+	var c EventCodec
+	good := c.AppendValue(nil, Event{ID: 1, Name: "n", Tags: []string{"a"}, Counts: map[string]int64{"k": 1}})
+	cases := map[string][]byte{
+		"truncated": good[:len(good)-1],
+		// ID 0, Name "", At, then a tag count of 2^28-2 in a few bytes.
+		"huge tags": append(runtime.AppendTimeValue([]byte{0, 0}, time.Time{}), 0xff, 0xff, 0xff, 0x7f, 0),
+		"empty":     nil,
+	}
+	for name, b := range cases {
+		if _, _, err := c.DecodeValue(b); !errors.Is(err, runtime.ErrCorrupt) {
+			t.Errorf("%s: %x: got %v, want ErrCorrupt", name, b, err)
+		}
+	}
+	// A duplicate map key.
+	dup := c.AppendValue(nil, Event{Counts: map[string]int64{"k": 1}})
+	dup = append(dup[:len(dup)-4], 3, 1, 'k', 2, 1, 'k', 2)
+	if _, _, err := c.DecodeValue(dup); !errors.Is(err, runtime.ErrCorrupt) {
+		t.Errorf("duplicate map key: got %v, want ErrCorrupt", err)
+	}
+}
+
+// TestOpenBindsEveryState opens both example state structs on the
+// reference store, uses a state of every kind, and checks that opening
+// them again is accepted while a conflicting declaration is refused.
+func TestOpenBindsEveryState(t *testing.T) {
+	store, err := storetest.NewModel(runtime.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cs, err := OpenClickState(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := OpenWindowState(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := Event{ID: 7, Name: "e", At: time.Unix(5, 6).UTC(), Tags: []string{"t"}, Counts: map[string]int64{"c": 1}}
+	check(cs.Clicks.Put("u", 3))
+	check(cs.Last.Put("u", ev))
+	check(cs.History.AddAll("u", []Event{ev, ev}))
+	check(cs.Pages.Put("u", "/p", 9))
+	check(cs.Timeline.Put(1, ev.At, ev))
+	w := Window{Start: 0, End: 10}
+	check(ws.Aggs.Put("u", w, Agg{Min: 1, Pair: geo.Pair[string, int64]{First: "f", Second: 2}}))
+	key := SessionKey{User: "u", Raw: []byte{0}}
+	check(ws.Samples.Add(key, w, Scalars{S: "s", Bs: []byte{}}))
+	check(ws.Seen.Put(9, w, key, Blue))
+	for _, f := range []float64{2, math.Inf(-1), 0.5} {
+		check(ws.Ranked.Put("info", 1, f, []byte{byte(f)}))
+	}
+	check(ws.Places.Put(geo.Point{Lat: 1}, [16]byte{1}, geo.Pair[Level, Blob]{First: "x"}))
+	check(ws.Sessions.Put(key, &Agg{}))
+	check(ws.Durs.Add(time.Minute, map[string][]*float64{"a": nil}))
+
+	if got, ok, err := cs.Last.Get("u"); err != nil || !ok || !cmp.Equal(got, ev) {
+		t.Errorf("Last.Get = %v, %v, %v; want %v", got, ok, err, ev)
+	}
+	var ranked []float64
+	for e, err := range ws.Ranked.All("info", 1) {
+		check(err)
+		ranked = append(ranked, e.Key)
+	}
+	if want := []float64{math.Inf(-1), 0.5, 2}; !slices.Equal(ranked, want) {
+		t.Errorf("sorted map order %v, want %v", ranked, want)
+	}
+	if c, ok, err := ws.Seen.Get(9, w, key); err != nil || !ok || c != Blue {
+		t.Errorf("Seen.Get = %v, %v, %v", c, ok, err)
+	}
+
+	if _, err := OpenClickState(store); err != nil {
+		t.Errorf("reopening with the same schemas: %v", err)
+	}
+	// A state of the same name with another schema is refused.
+	if _, err := runtime.NewValue(store, runtime.ValueDescriptor[string, string]{
+		Name: "clicks", Fingerprint: "v1:other", Key: runtime.StringCodec{}, Value: runtime.StringCodec{},
+	}); !errors.Is(err, runtime.ErrStateMismatch) {
+		t.Errorf("registering clicks with another schema: %v, want ErrStateMismatch", err)
+	}
+}
+
+func TestHugeCountErrorNamesTheField(t *testing.T) {
+	b := append(runtime.AppendTimeValue([]byte{0, 0}, time.Time{}), 0xff, 0xff, 0xff, 0x7f, 0)
+	_, _, err := EventCodec{}.DecodeValue(b)
+	const want = "Event.Tags: stategen: corrupt encoding: []string: 268435454 elements cannot fit in the 1 remaining bytes"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}

@@ -1,0 +1,41 @@
+package generated
+
+import (
+	"time"
+
+	"github.com/stategen/stategen/generated/geo"
+	"github.com/stategen/stategen/runtime"
+)
+
+// ClickState is the state of a click-counting operator: one state of each
+// kind, keyed.
+//
+//stategen:state
+type ClickState struct {
+	// Clicks counts clicks per user.
+	Clicks runtime.Value[string, int64] `state:"clicks"`
+	// Last holds each user's last event.
+	Last runtime.Value[string, Event] `state:"last-event"`
+	// History lists each user's events.
+	History runtime.List[string, Event] `state:"history"`
+	// Pages counts page views per user and page.
+	Pages runtime.Map[string, string, int64] `state:"pages"`
+	// Timeline holds each user's events by time.
+	Timeline runtime.SortedMap[int64, time.Time, Event]
+	// Scratch is not a state.
+	Scratch int `state:"-"`
+}
+
+// WindowState is the state of a windowed aggregation: one state of each
+// kind, sub-keyed, over every supported type family.
+//
+//stategen:state
+type WindowState struct {
+	Aggs     runtime.SubKeyedValue[string, Window, Agg]                    `state:"aggs"`
+	Samples  runtime.SubKeyedList[SessionKey, Window, Scalars]             `state:"samples"`
+	Seen     runtime.SubKeyedMap[uint64, Window, SessionKey, Color]        `state:"seen"`
+	Ranked   runtime.SubKeyedSortedMap[Level, int32, float64, []byte]      `state:"ranked"`
+	Places   runtime.SortedMap[geo.Point, [16]byte, geo.Pair[Level, Blob]] `state:"places"`
+	Sessions runtime.Value[SessionKey, *Agg]                               `state:"sessions"`
+	Durs     runtime.List[time.Duration, map[string][]*float64]            `state:"durations"`
+}
