@@ -102,6 +102,14 @@ type ObjectInfo struct {
 // every data object it names.
 const MetadataName = "_metadata"
 
+// CoordinatorName is the checkpoint name reserved for the checkpoint
+// coordinator's own objects, such as its durable checkpoint-id counter
+// (package runtime/coordinator/driver). It is never a checkpoint: it has no
+// metadata, List does not show it, and Cleanup leaves it alone. It is a
+// valid name, so that every Storage can hold it; do not use it for a
+// checkpoint or savepoint.
+const CoordinatorName = "_coordinator"
+
 // MaxNameLen bounds the length of checkpoint, object and operator names.
 const MaxNameLen = 200
 
@@ -192,7 +200,8 @@ func Delete(ctx context.Context, s Storage, ckpt string) error {
 //
 // Checkpoints being written look like debris. Run Cleanup when nothing
 // writes to s — when a coordinator starts — or pass inProgress, which
-// reports the checkpoints that must be left alone; nil means none.
+// reports the checkpoints that must be left alone; nil means none. The
+// coordinator's reserved name (CoordinatorName) is always left alone.
 // Committed checkpoints whose metadata cannot be read are left alone and
 // reported in the error, which joins every problem met.
 func Cleanup(ctx context.Context, s Storage, inProgress func(ckpt string) bool) ([]string, error) {
@@ -206,7 +215,7 @@ func Cleanup(ctx context.Context, s Storage, inProgress func(ckpt string) bool) 
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		if inProgress != nil && inProgress(ckpt) {
+		if ckpt == CoordinatorName || inProgress != nil && inProgress(ckpt) {
 			continue
 		}
 		committed, err := isCommitted(ctx, s, ckpt)

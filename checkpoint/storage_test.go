@@ -156,3 +156,44 @@ func TestDeleteNeedsAValidName(t *testing.T) {
 		t.Error("CheckpointName lost the id")
 	}
 }
+
+// TestCleanupLeavesCoordinatorNameAlone: the coordinator's reserved
+// checkpoint name holds objects without metadata (its durable id counter);
+// Cleanup, which removes every other checkpoint without metadata, must
+// leave it alone, on every Storage, and List must not show it.
+func TestCleanupLeavesCoordinatorNameAlone(t *testing.T) {
+	dir, err := checkpoint.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]checkpoint.Storage{"dir": dir, "mem": checkpoint.NewMem()} {
+		t.Run(name, func(t *testing.T) {
+			for _, ckpt := range []string{checkpoint.CoordinatorName, "chk-9"} {
+				w, err := s.Create(ctx, ckpt, "next-id-7")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.Write([]byte("7\n")); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			removed, err := checkpoint.Cleanup(ctx, s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"chk-9"}; !slices.Equal(removed, want) {
+				t.Errorf("Cleanup removed %q, want %q", removed, want)
+			}
+			objs, err := s.Objects(ctx, checkpoint.CoordinatorName)
+			if err != nil || len(objs) != 1 || objs[0].Name != "next-id-7" {
+				t.Errorf("objects of %s after Cleanup: %v, %v", checkpoint.CoordinatorName, objs, err)
+			}
+			if names, err := checkpoint.List(ctx, s); err != nil || len(names) != 0 {
+				t.Errorf("List = %q, %v; want nothing", names, err)
+			}
+		})
+	}
+}

@@ -19,6 +19,11 @@ const (
 	// DefaultStatsHistory is the number of recent checkpoint records Stats
 	// keeps (Flink's web.checkpoints.history).
 	DefaultStatsHistory = 10
+	// DefaultIDReservation is the number of checkpoint ids a driver with a
+	// durable id counter reserves with one write (see
+	// Config.IDReservation). The Core itself has no default: zero turns
+	// reservations off.
+	DefaultIDReservation = 100
 )
 
 // Bounds checked by Config.Normalize.
@@ -33,6 +38,8 @@ const (
 	// UnlimitedFailures, as Config.TolerableFailures, disables failure
 	// counting: no number of failed checkpoints fails the job.
 	UnlimitedFailures = math.MaxInt
+	// MaxIDReservation bounds Config.IDReservation.
+	MaxIDReservation = 1 << 20
 )
 
 // Config holds a coordinator's settings. The zero value of every field but
@@ -73,6 +80,18 @@ type Config struct {
 	// StatsHistory is how many recent checkpoint records Stats keeps.
 	// Default DefaultStatsHistory (10).
 	StatsHistory int
+
+	// IDReservation makes the checkpoint-id counter durable: the Core
+	// issues only ids it holds a reservation for, and asks its driver for
+	// IDReservation more (a Reserve decision) when fewer than half of them
+	// remain, so one durable write covers many checkpoints. At most
+	// MaxIDReservation. Zero — the Core's default — turns reservations
+	// off: ids are issued without limit and NextID is the counter to
+	// persist, which is what tests and drivers without storage want. The
+	// driver in package runtime/coordinator/driver uses
+	// DefaultIDReservation when it is zero. See the package doc, "The id
+	// counter".
+	IDReservation int
 }
 
 // Normalize applies the defaults to the zero fields of c and validates the
@@ -110,6 +129,8 @@ func (c Config) Normalize() (Config, error) {
 		return bad("Retained", "is %d; it must be at least 1", c.Retained)
 	case c.StatsHistory < 0:
 		return bad("StatsHistory", "is %d; it must be at least 1", c.StatsHistory)
+	case c.IDReservation < 0 || c.IDReservation > MaxIDReservation:
+		return bad("IDReservation", "is %d; it must be between 0 (off) and %d", c.IDReservation, MaxIDReservation)
 	}
 	if c.Interval < c.MinPause {
 		c.Interval = c.MinPause

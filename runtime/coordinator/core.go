@@ -15,6 +15,12 @@ type Recovery struct {
 	// id counter. Zero means 1. It is raised above every retained id, so
 	// ids never repeat even if the counter was lost.
 	NextID CheckpointID
+	// IDLimit is, with Config.IDReservation, a reservation the driver made
+	// durable before starting the Core: ids in [NextID, IDLimit) may be
+	// issued at once. Zero, or a limit at or below NextID, means nothing is
+	// reserved yet (the first Ready then asks for a reservation). It must
+	// be zero without Config.IDReservation.
+	IDLimit CheckpointID
 	// Retained are the completed checkpoints found in storage, in any
 	// order. They take part in retention as if this Core had completed
 	// them: when newer checkpoints complete, the oldest are discarded.
@@ -62,11 +68,15 @@ type Core struct {
 	participants map[ParticipantID]struct{}
 
 	nextID     CheckpointID
-	pending    []*pending // ascending ids
-	finalizing *pending   // the checkpoint whose Finalize is outstanding
+	idLimit    CheckpointID // with IDReservation: ids below it may be issued
+	reserving  CheckpointID // the Limit of the outstanding Reserve; zero if none
+	reserveErr bool         // the last reservation failed: no prefetch until the next trigger
+	pending    []*pending   // ascending ids
+	finalizing *pending     // the checkpoint whose Finalize is outstanding
 
 	nextTrigger    time.Time // when the periodic trigger is due; zero if none
-	periodicQueued bool      // a due periodic trigger waits for a free slot
+	periodicQueued bool      // a due periodic trigger waits for a free slot or for ids
+	idWait         bool      // ... for ids: it was refused with RefusedNoIDs
 	lastCompletion time.Time
 
 	failures     failureCounter
@@ -134,12 +144,21 @@ func New(cfg Config, start time.Time, rec Recovery) (*Core, error) {
 	if c.nextID >= MaxID {
 		return nil, fmt.Errorf("%w: NextID %d is beyond MaxID", ErrInvalidRecovery, c.nextID)
 	}
+	switch {
+	case rec.IDLimit > MaxID:
+		return nil, fmt.Errorf("%w: IDLimit %d is beyond MaxID", ErrInvalidRecovery, rec.IDLimit)
+	case rec.IDLimit != 0 && cfg.IDReservation == 0:
+		return nil, fmt.Errorf("%w: IDLimit %d without Config.IDReservation", ErrInvalidRecovery, rec.IDLimit)
+	case cfg.IDReservation > 0:
+		c.idLimit = max(rec.IDLimit, c.nextID)
+	}
 	for _, cp := range retained {
 		for _, ps := range cp.Participants {
 			c.ref(ps.Payload.Files)
 		}
 	}
 	c.retained = retained
+	c.maybeReserve(false)
 	c.emitSchedule()
 	return c, nil
 }
@@ -170,8 +189,10 @@ func (c *Core) Tick(now time.Time) {
 // by the user) and returns its id. Savepoints are forced: they start even
 // while MaxConcurrent checkpoints are pending and before MinPause has
 // passed. The request is refused if the Core is shut down (ErrShutdown) or
-// has no participant (ErrNoParticipants), or if location is empty
-// (ErrInvalidLocation). The outcome comes as a Report for the returned id.
+// has no participant (ErrNoParticipants), if location is empty
+// (ErrInvalidLocation), or if no checkpoint id is reserved (ErrNoIDs: a
+// Reserve decision is outstanding; retry when it succeeds). The outcome
+// comes as a Report for the returned id.
 func (c *Core) RequestSavepoint(now time.Time, location string) (CheckpointID, error) {
 	c.advance(now)
 	defer c.afterStep()
@@ -185,6 +206,9 @@ func (c *Core) RequestSavepoint(now time.Time, location string) (CheckpointID, e
 		return 0, ErrInvalidLocation
 	case len(c.participants) == 0:
 		return 0, ErrNoParticipants
+	case !c.canIssue():
+		c.maybeReserve(true)
+		return 0, ErrNoIDs
 	}
 	return c.trigger(Options{Savepoint: true, Location: location}), nil
 }
@@ -306,6 +330,43 @@ func (c *Core) StoreResult(now time.Time, id CheckpointID, err error) error {
 	return nil
 }
 
+// ReserveResult reports the outcome of the outstanding Reserve decision
+// with limit: err is nil if the counter is durable up to limit. On success
+// ids below limit may be issued, and a periodic trigger that waited for
+// them fires. On failure nothing changes but the Core's plans: if a
+// periodic trigger waited for ids, it counts as a failed checkpoint (an I/O
+// failure, as Flink counts a failing id counter; the Fail decision's error
+// then wraps ErrIDReservationFailed and err) and is due again an Interval
+// later, when the reservation is retried. A failed reservation made ahead
+// of need is retried after the next trigger, and does not count.
+//
+// A result that answers no outstanding Reserve is an error
+// (ErrUnexpectedReserveResult) and changes nothing.
+func (c *Core) ReserveResult(now time.Time, limit CheckpointID, err error) error {
+	if c.reserving == 0 || limit != c.reserving {
+		return fmt.Errorf("%w: limit %d", ErrUnexpectedReserveResult, limit)
+	}
+	c.advance(now)
+	defer c.afterStep()
+	c.reserving = 0
+	if err == nil {
+		c.idLimit = max(c.idLimit, limit)
+		c.reserveErr = false
+		return nil
+	}
+	c.reserveErr = true
+	if c.idWait && !c.shutdown {
+		c.idWait, c.periodicQueued = false, false
+		c.nextTrigger = c.now.Add(c.cfg.Interval)
+		c.emit(Refused{Reason: RefusedNoIDs, RetryAt: c.nextTrigger})
+		if c.failures.failureWithoutID() {
+			c.fail(fmt.Errorf("%w (%d tolerated); the last failure: %w: %w",
+				ErrTooManyFailures, c.cfg.TolerableFailures, ErrIDReservationFailed, err))
+		}
+	}
+	return nil
+}
+
 // AddParticipant adds a participant. Checkpoints triggered from now on
 // wait for it too; pending ones do not.
 func (c *Core) AddParticipant(id ParticipantID) error {
@@ -359,8 +420,13 @@ func (c *Core) Participants() []ParticipantID {
 }
 
 // NextID returns the id the next checkpoint will get: the value of the
-// checkpoint id counter to persist.
+// checkpoint id counter to persist (without Config.IDReservation).
 func (c *Core) NextID() CheckpointID { return c.nextID }
+
+// IDLimit returns, with Config.IDReservation, the reserved limit: ids below
+// it may be issued without another reservation. It is zero without
+// reservations.
+func (c *Core) IDLimit() CheckpointID { return c.idLimit }
 
 // Pending returns the ids of the pending checkpoints (those triggered and
 // neither completed nor aborted, including one being finalized),
@@ -428,11 +494,38 @@ func (c *Core) advance(now time.Time) {
 }
 
 // afterStep runs what may follow any input: start the next Finalize, fire
-// a due periodic trigger, and tell the driver when to Tick next.
+// a due periodic trigger, reserve ids ahead of need, and tell the driver
+// when to Tick next.
 func (c *Core) afterStep() {
 	c.startFinalize()
 	c.maybeTriggerPeriodic()
+	c.maybeReserve(false)
 	c.emitSchedule()
+}
+
+// canIssue reports whether the next id may be issued: it is reserved, or
+// reservations are off.
+func (c *Core) canIssue() bool {
+	return c.cfg.IDReservation == 0 || c.nextID < c.idLimit
+}
+
+// maybeReserve emits a Reserve decision unless one is outstanding:
+// because an id is needed now (needed), or ahead of need, when no more than
+// half a reservation remains and the last reservation did not fail.
+func (c *Core) maybeReserve(needed bool) {
+	n := CheckpointID(c.cfg.IDReservation)
+	if n == 0 || c.shutdown || c.reserving != 0 {
+		return
+	}
+	if !needed && (c.reserveErr || c.idLimit-c.nextID > n/2) {
+		return
+	}
+	limit := min(max(c.idLimit, c.nextID)+n, MaxID)
+	if limit <= c.idLimit {
+		return // at MaxID: nothing more to reserve
+	}
+	c.reserving = limit
+	c.emit(Reserve{Limit: limit})
 }
 
 func (c *Core) emitSchedule() {
@@ -466,7 +559,7 @@ func (c *Core) maybeTriggerPeriodic() {
 		return
 	}
 	if len(c.participants) == 0 {
-		c.periodicQueued = false
+		c.periodicQueued, c.idWait = false, false
 		c.nextTrigger = c.now.Add(c.cfg.Interval)
 		c.emit(Refused{Reason: RefusedNoParticipants, RetryAt: c.nextTrigger})
 		return
@@ -480,12 +573,21 @@ func (c *Core) maybeTriggerPeriodic() {
 		return
 	}
 	if earliest := c.lastCompletion.Add(c.cfg.MinPause); c.now.Before(earliest) {
-		c.periodicQueued = false
+		c.periodicQueued, c.idWait = false, false
 		c.nextTrigger = earliest
 		c.emit(Refused{Reason: RefusedMinPause, RetryAt: earliest})
 		return
 	}
-	c.periodicQueued = false
+	if !c.canIssue() {
+		c.maybeReserve(true)
+		if !c.idWait {
+			c.periodicQueued, c.idWait = true, true
+			c.nextTrigger = time.Time{}
+			c.emit(Refused{Reason: RefusedNoIDs})
+		}
+		return
+	}
+	c.periodicQueued, c.idWait = false, false
 	c.trigger(Options{})
 	c.nextTrigger = c.now.Add(c.cfg.Interval)
 }
@@ -501,6 +603,7 @@ func (c *Core) trigger(opts Options) CheckpointID {
 		acks:         map[ParticipantID]ParticipantState{},
 	}
 	c.nextID++
+	c.reserveErr = false
 	c.pending = append(c.pending, p)
 	c.emit(Trigger{
 		ID:           p.id,
@@ -598,7 +701,7 @@ func (c *Core) stop(cause error) {
 		return
 	}
 	c.shutdown = true
-	c.periodicQueued = false
+	c.periodicQueued, c.idWait = false, false
 	c.nextTrigger = time.Time{}
 	for _, p := range slices.Clone(c.pending) {
 		if !p.done && p != c.finalizing {

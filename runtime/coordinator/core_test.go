@@ -58,6 +58,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"TolerableFailures", func(c *Config) { c.TolerableFailures = -1 }},
 		{"Retained", func(c *Config) { c.Retained = -3 }},
 		{"StatsHistory", func(c *Config) { c.StatsHistory = -1 }},
+		{"IDReservation", func(c *Config) { c.IDReservation = -1 }},
+		{"IDReservation", func(c *Config) { c.IDReservation = MaxIDReservation + 1 }},
 	} {
 		cfg := ok
 		tc.edit(&cfg)
@@ -162,13 +164,14 @@ func TestRecoveryRejectsBadInput(t *testing.T) {
 	cfg := Config{Interval: time.Second}
 	good := Checkpoint{ID: 1, Participants: []ParticipantState{{Participant: "a", Payload: Payload{Files: []string{"f"}}}}}
 	for name, rec := range map[string]Recovery{
-		"zero id":       {Retained: []Checkpoint{{ID: 0}}},
-		"repeated id":   {Retained: []Checkpoint{good, good}},
-		"savepoint":     {Retained: []Checkpoint{{ID: 2, Options: Options{Savepoint: true, Location: "/sp"}}}},
-		"empty file":    {Retained: []Checkpoint{{ID: 2, Participants: []ParticipantState{{Participant: "a", Payload: Payload{Files: []string{""}}}}}}},
-		"negative size": {Retained: []Checkpoint{{ID: 2, Participants: []ParticipantState{{Participant: "a", Payload: Payload{Bytes: -1}}}}}},
-		"id too large":  {Retained: []Checkpoint{{ID: MaxID}}},
-		"counter large": {NextID: MaxID},
+		"zero id":                    {Retained: []Checkpoint{{ID: 0}}},
+		"repeated id":                {Retained: []Checkpoint{good, good}},
+		"savepoint":                  {Retained: []Checkpoint{{ID: 2, Options: Options{Savepoint: true, Location: "/sp"}}}},
+		"empty file":                 {Retained: []Checkpoint{{ID: 2, Participants: []ParticipantState{{Participant: "a", Payload: Payload{Files: []string{""}}}}}}},
+		"negative size":              {Retained: []Checkpoint{{ID: 2, Participants: []ParticipantState{{Participant: "a", Payload: Payload{Bytes: -1}}}}}},
+		"id too large":               {Retained: []Checkpoint{{ID: MaxID}}},
+		"counter large":              {NextID: MaxID},
+		"limit without reservations": {IDLimit: 10},
 	} {
 		if _, err := New(cfg, t0, rec); !errors.Is(err, ErrInvalidRecovery) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecovery", name, err)
@@ -351,6 +354,41 @@ func TestStatsKeepsTheLatestRecords(t *testing.T) {
 	}
 	if r, _ := NewStats(0).LastFailed(); r.ID != 0 {
 		t.Error("empty stats report a failed checkpoint")
+	}
+}
+
+// Summary aggregates every completed checkpoint, also those the recent
+// history no longer holds, and ignores failed ones.
+func TestStatsSummaryAggregatesCompletedCheckpoints(t *testing.T) {
+	s := NewStats(1)
+	if got := s.Summary(); got != (Summary{}) {
+		t.Errorf("empty summary = %+v", got)
+	}
+	rec := func(id CheckpointID, status Status, d time.Duration, parts ...ParticipantStats) Record {
+		r := Record{ID: id, Status: status, TriggeredAt: t0, EndedAt: t0.Add(d), Participants: parts}
+		for _, p := range parts {
+			r.Bytes += p.Bytes
+		}
+		return r
+	}
+	p := func(sync, async time.Duration, bytes int64) ParticipantStats {
+		return ParticipantStats{Acked: true, SyncDuration: sync, AsyncDuration: async, Bytes: bytes}
+	}
+	s.Observe(Report{Record: rec(1, StatusCompleted, 4*time.Second, p(1*time.Millisecond, 3*time.Second, 100), p(3*time.Millisecond, 1*time.Second, 300))})
+	s.Observe(Report{Record: rec(2, StatusFailed, time.Hour, p(time.Hour, time.Hour, 1<<40))})
+	s.Observe(Report{Record: rec(3, StatusCompleted, 2*time.Second, p(2*time.Millisecond, 2*time.Second, 200), p(2*time.Millisecond, 2*time.Second, 0))})
+	want := Summary{
+		Completed:     2,
+		Duration:      Spread{Min: 2 * time.Second, Mean: 3 * time.Second, Max: 4 * time.Second},
+		Bytes:         SizeSpread{Min: 200, Mean: 300, Max: 400},
+		SyncDuration:  Spread{Min: time.Millisecond, Mean: 2 * time.Millisecond, Max: 3 * time.Millisecond},
+		AsyncDuration: Spread{Min: time.Second, Mean: 2 * time.Second, Max: 3 * time.Second},
+	}
+	if diff := cmp.Diff(want, s.Summary()); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, s.Clone().Summary()); diff != "" {
+		t.Errorf("clone's summary (-want +got):\n%s", diff)
 	}
 }
 

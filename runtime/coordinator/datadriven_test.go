@@ -182,13 +182,16 @@ func (h *harness) run(line string) ([]string, error) {
 		geti(&cfg.MaxConcurrent, "max-concurrent")
 		geti(&cfg.TolerableFailures, "tolerable")
 		geti(&cfg.Retained, "retained")
+		geti(&cfg.IDReservation, "id-reservation")
 		nextID, err := a.int("next-id", 0)
+		errs = append(errs, err)
+		idLimit, err := a.int("id-limit", 0)
 		errs = append(errs, err)
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
 		h.now = t0
-		c, err := New(cfg, t0, Recovery{NextID: CheckpointID(nextID)})
+		c, err := New(cfg, t0, Recovery{NextID: CheckpointID(nextID), IDLimit: CheckpointID(idLimit)})
 		if err != nil {
 			return []string{"error: " + err.Error()}, nil
 		}
@@ -285,6 +288,22 @@ func (h *harness) run(line string) ([]string, error) {
 		if err := h.c.StoreResult(h.now, id, serr); err != nil {
 			res = append(res, "error: "+err.Error())
 		}
+	case "reserve":
+		limit, err := a.id(0)
+		if err != nil {
+			return nil, err
+		}
+		var rerr error
+		switch outcome, _ := a.str(1); outcome {
+		case "", "ok":
+		case "err":
+			rerr = errors.New("put next-id: permission denied")
+		default:
+			return nil, fmt.Errorf("reserve outcome %q: want ok or err", outcome)
+		}
+		if err := h.c.ReserveResult(h.now, limit, rerr); err != nil {
+			res = append(res, "error: "+err.Error())
+		}
 	case "add":
 		p, _ := a.str(0) // empty on purpose: invalid
 		if err := h.c.AddParticipant(ParticipantID(p)); err != nil {
@@ -325,7 +344,11 @@ func (h *harness) state() []string {
 	for _, cp := range c.Retained() {
 		retained = append(retained, cp.ID)
 	}
-	out = append(out, fmt.Sprintf("pending=%s retained=%s next-id=%d", ids(c.Pending()), ids(retained), c.NextID()))
+	line := fmt.Sprintf("pending=%s retained=%s next-id=%d", ids(c.Pending()), ids(retained), c.NextID())
+	if c.Config().IDReservation > 0 {
+		line += fmt.Sprintf(" id-limit=%d", c.IDLimit())
+	}
+	out = append(out, line)
 	dl := "none"
 	if at, ok := c.NextDeadline(); ok {
 		dl = rel(at)
@@ -395,6 +418,8 @@ func formatDecision(d Decision) string {
 		return fmt.Sprintf("notify-aborted %d to=%s: %v", d.ID, joinIDs(d.Participants), d.Err)
 	case Schedule:
 		return "schedule " + rel(d.At)
+	case Reserve:
+		return fmt.Sprintf("reserve ids below %d", d.Limit)
 	case Refused:
 		s := "refused " + d.Reason.String()
 		if !d.RetryAt.IsZero() {

@@ -4,7 +4,7 @@ import "time"
 
 // Decision is something a Core asks its driver to do, or tells it. The
 // concrete types are Trigger, Finalize, Discard, NotifyComplete,
-// NotifyAborted, Schedule, Refused, Fail and Report; a driver switches on
+// NotifyAborted, Schedule, Reserve, Refused, Fail and Report; a driver switches on
 // them and executes them in the order Ready returns them.
 //
 // Decisions share memory with the Core: treat them as read-only.
@@ -138,6 +138,18 @@ type Schedule struct {
 	At time.Time
 }
 
+// Reserve asks the driver to make the checkpoint-id counter durable up to
+// Limit — to persist "ids below Limit may have been issued" so that a
+// restarted job starts at Limit or above — and to report the outcome with
+// Core.ReserveResult. Only a Core with Config.IDReservation emits it, and
+// at most one is outstanding at a time. Limits never decrease, and each is
+// above every limit reported durable; a failed reservation may be asked
+// for again with the same limit, so writing it must be idempotent.
+type Reserve struct {
+	// Limit is the new high-water mark: the Core will issue ids below it.
+	Limit CheckpointID
+}
+
 // Refused reports that a due periodic trigger did not start a checkpoint.
 type Refused struct {
 	// Reason is why.
@@ -172,6 +184,7 @@ func (Discard) decision()        {}
 func (NotifyComplete) decision() {}
 func (NotifyAborted) decision()  {}
 func (Schedule) decision()       {}
+func (Reserve) decision()        {}
 func (Refused) decision()        {}
 func (Fail) decision()           {}
 func (Report) decision()         {}

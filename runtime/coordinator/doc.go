@@ -9,7 +9,8 @@
 // The coordinator is split the way etcd's raft is. Core is a deterministic
 // state machine: it has no goroutine, no timer, no clock and no I/O. Every
 // input carries the current time (Tick, RequestSavepoint, Ack, Decline,
-// TriggerFailed, StoreResult, RemoveParticipant, Shutdown), and everything
+// TriggerFailed, StoreResult, ReserveResult, RemoveParticipant, Shutdown),
+// and everything
 // the outside world must do comes out of Ready as a list of decisions, in
 // the order to execute them:
 //
@@ -19,6 +20,8 @@
 //   - Discard: delete these files (and perhaps the metadata first);
 //   - NotifyComplete / NotifyAborted: tell the participants;
 //   - Schedule: call Tick at this time;
+//   - Reserve: make the id counter durable up to this limit, then report
+//     the outcome with ReserveResult;
 //   - Refused: a periodic trigger did not start a checkpoint, and why;
 //   - Fail: too many consecutive failures — the job must fail;
 //   - Report: the outcome and statistics of one checkpoint.
@@ -51,7 +54,7 @@
 // # Rules
 //
 // Ids start at 1 (or at the recovered counter, Recovery.NextID), strictly
-// increase and never repeat.
+// increase and never repeat (see "The id counter" for restarts).
 //
 // A periodic trigger is due every Interval. It is refused while there is
 // no participant (retried an Interval later) and before MinPause has passed
@@ -97,10 +100,37 @@
 // one being finalized, whose result is still awaited; it then refuses
 // savepoints and triggers nothing. Retained checkpoints survive it.
 //
+// # The id counter
+//
+// Flink's id counter never repeats an id, across restarts and failovers
+// too, because it lives in a highly available store. Deriving the counter
+// from the checkpoints found in storage is not enough: a checkpoint that
+// was aborted and deleted, or whose trigger never wrote a file, leaves no
+// trace, and its id would be issued again after a restart — to
+// participants that may still hold state or side effects keyed by it. With
+// Config.IDReservation set, the Core therefore issues only ids its driver
+// has made durable: it emits Reserve{Limit} and, once the driver reports
+// success with ReserveResult, issues ids below Limit. A restarted job
+// starts at the durable limit (Recovery.NextID), skipping ids that were
+// reserved but never issued; gaps are harmless, repeats are not.
+//
+// Reservations come in batches of IDReservation ids and are made ahead of
+// need, when half a batch remains, so one durable write covers many
+// checkpoints (like Flink's ZooKeeper and Kubernetes counters, which a
+// JobManager bumps once per checkpoint, but cheaper). If the ids run out
+// anyway — the write is slow or failing — a periodic trigger waits for the
+// outstanding reservation (Refused with RefusedNoIDs) and fires when it
+// succeeds; a savepoint request fails with ErrNoIDs. A failed reservation
+// that a trigger waited for counts as a failed checkpoint and the trigger
+// is due again an Interval later; a failed reservation made ahead of need
+// does not count and is retried after the next trigger.
+//
 // # Observability
 //
 // Every Report carries a Record: id, trigger and end time, per-participant
 // acknowledgement time, sync and async durations and bytes, and the failure
-// reason. Stats keeps counters and the latest records (Core.Stats); a
-// driver logs the same records with log/slog.
+// reason. Stats keeps counters, the latest records and a summary of every
+// completed checkpoint (min, mean and max of durations, sizes and
+// per-participant phases; Core.Stats); a driver logs the same records with
+// log/slog.
 package coordinator

@@ -25,6 +25,9 @@ var (
 	// ErrUnexpectedStoreResult reports a StoreResult for a checkpoint that
 	// is not being finalized. The Core ignores it.
 	ErrUnexpectedStoreResult = errors.New("coordinator: store result for a checkpoint that is not being finalized")
+	// ErrUnexpectedReserveResult reports a ReserveResult that answers no
+	// outstanding Reserve decision. The Core ignores it.
+	ErrUnexpectedReserveResult = errors.New("coordinator: reserve result for no outstanding reservation")
 
 	// ErrNotReady, wrapped in the cause of a decline, says the participant
 	// could not take part for a benign reason (not running yet, closing,
@@ -52,6 +55,15 @@ var (
 	ErrShutdown = errors.New("coordinator: shut down")
 	// ErrNoParticipants: there is no participant to checkpoint.
 	ErrNoParticipants = errors.New("coordinator: no participants")
+	// ErrNoIDs: every reserved checkpoint id has been issued and the
+	// reservation of more (a Reserve decision) has not succeeded yet. A
+	// savepoint request may be retried once it has.
+	ErrNoIDs = errors.New("coordinator: no checkpoint id reserved")
+	// ErrIDReservationFailed: the driver could not make a reservation of
+	// checkpoint ids durable, and a checkpoint could not be triggered for
+	// want of an id. It counts as a failed checkpoint (Flink's id-counter
+	// failure).
+	ErrIDReservationFailed = errors.New("coordinator: checkpoint id reservation failed")
 
 	// ErrDeclined: a participant declined the checkpoint.
 	ErrDeclined = errors.New("coordinator: checkpoint declined")
@@ -84,6 +96,11 @@ const (
 	// RefusedNoParticipants: there is no participant. The periodic trigger
 	// is rescheduled one Interval later.
 	RefusedNoParticipants
+	// RefusedNoIDs: every reserved checkpoint id has been issued. With a
+	// zero RetryAt the periodic trigger waits for the outstanding
+	// reservation and fires as soon as it succeeds; with a RetryAt the
+	// reservation failed, and the trigger is due again then.
+	RefusedNoIDs
 )
 
 var refuseNames = [...]string{
@@ -91,6 +108,7 @@ var refuseNames = [...]string{
 	RefusedMinPause:       "min-pause",
 	RefusedShutdown:       "shutdown",
 	RefusedNoParticipants: "no-participants",
+	RefusedNoIDs:          "no-ids",
 }
 
 var refuseErrs = [...]error{
@@ -98,6 +116,7 @@ var refuseErrs = [...]error{
 	RefusedMinPause:       ErrMinPause,
 	RefusedShutdown:       ErrShutdown,
 	RefusedNoParticipants: ErrNoParticipants,
+	RefusedNoIDs:          ErrNoIDs,
 }
 
 // String returns the reason's name, e.g. "min-pause".
@@ -109,7 +128,7 @@ func (r RefuseReason) String() string {
 }
 
 // Err returns the sentinel error of the reason (ErrTooManyPending,
-// ErrMinPause, ErrShutdown or ErrNoParticipants).
+// ErrMinPause, ErrShutdown, ErrNoParticipants or ErrNoIDs).
 func (r RefuseReason) Err() error {
 	if r >= RefusedTooManyPending && int(r) < len(refuseErrs) {
 		return refuseErrs[r]

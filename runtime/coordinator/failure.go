@@ -38,3 +38,15 @@ func (f *failureCounter) success(id CheckpointID) {
 		clear(f.counted)
 	}
 }
+
+// failureWithoutID records a counted failure that belongs to no checkpoint
+// (an id reservation that failed while a trigger waited for it) and reports
+// whether the count now exceeds the tolerable number. Every such failure
+// counts: there is no id to count once.
+func (f *failureCounter) failureWithoutID() bool {
+	if f.tolerable == UnlimitedFailures {
+		return false
+	}
+	f.count++
+	return f.count > f.tolerable
+}

@@ -11,7 +11,8 @@ import (
 // payloads, store results and times, backwards included — and checks that
 // it neither panics nor breaks its basic guarantees: ids strictly increase,
 // at most MaxConcurrent checkpoints pending besides savepoints, at most
-// Retained checkpoints retained, every triggered checkpoint ends once.
+// Retained checkpoints retained, every triggered checkpoint ends once, and
+// with IDReservation no id is issued beyond the durable limit.
 func FuzzCoreNeverPanics(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte("\x01\x02\x00\x05\x05\x05\x06\x06\x07\x00\x00\x08\x09\x0a\x0b"))
@@ -31,6 +32,7 @@ func FuzzCoreNeverPanics(f *testing.F) {
 			MaxConcurrent:     int(next() % 4),
 			TolerableFailures: int(next() % 3),
 			Retained:          int(next() % 3),
+			IDReservation:     int(next() % 4),
 		}
 		c, err := New(cfg, t0, Recovery{NextID: CheckpointID(next())})
 		if err != nil {
@@ -49,7 +51,7 @@ func FuzzCoreNeverPanics(f *testing.F) {
 				id = MaxID + CheckpointID(arg)
 			}
 			p := peers[int(next())%len(peers)]
-			switch op % 11 {
+			switch op % 12 {
 			case 0:
 				now = now.Add(time.Duration(arg) * time.Second / 4)
 				c.Tick(now)
@@ -80,6 +82,16 @@ func FuzzCoreNeverPanics(f *testing.F) {
 				c.RequestSavepoint(now, string(p))
 			case 10:
 				c.Shutdown(now)
+			case 11:
+				var err error
+				if arg%3 == 0 {
+					err = errors.New("counter unavailable")
+				}
+				limit := c.reserving
+				if arg%5 == 0 {
+					limit = CheckpointID(arg)
+				}
+				c.ReserveResult(now, limit, err)
 			}
 			for _, d := range c.Ready() {
 				switch d := d.(type) {
@@ -89,6 +101,9 @@ func FuzzCoreNeverPanics(f *testing.F) {
 					}
 					last = d.ID
 					triggered[d.ID] = true
+					if cfg.IDReservation > 0 && d.ID >= c.IDLimit() {
+						t.Fatalf("id %d issued beyond the durable limit %d", d.ID, c.IDLimit())
+					}
 				case Report:
 					if !triggered[d.Record.ID] || ended[d.Record.ID] {
 						t.Fatalf("report of %d: triggered %v, ended before %v", d.Record.ID, triggered[d.Record.ID], ended[d.Record.ID])

@@ -32,7 +32,12 @@ import (
 //   - the job fails exactly when the model's failure count exceeds
 //     TolerableFailures, and nothing is triggered afterwards;
 //   - no checkpoint waiting for acknowledgements outlives its deadline, and
-//     the last Schedule equals NextDeadline.
+//     the last Schedule equals NextDeadline;
+//   - with IDReservation, only ids below a limit reported durable are
+//     issued, one Reserve is outstanding at a time, limits never decrease,
+//     a savepoint is refused for want of ids exactly when none is left, and
+//     a failed reservation that a periodic trigger waited for counts as a
+//     failure.
 func TestRandomSequencesKeepInvariants(t *testing.T) {
 	seeds, steps := 400, 300
 	if testing.Short() {
@@ -85,6 +90,12 @@ type model struct {
 	fileSeq    int
 	allPeers   []ParticipantID
 	expectFail bool
+
+	// The id counter, with cfg.IDReservation.
+	durable   CheckpointID // ids below it were reported durable
+	reserving CheckpointID // the outstanding Reserve's limit
+	lastLimit CheckpointID // the last Reserve's limit
+	idWait    bool         // a periodic trigger waits for ids
 }
 
 func runModel(seed uint64, steps int) error {
@@ -97,6 +108,7 @@ func runModel(seed uint64, steps int) error {
 		MaxConcurrent:     pick(1, 2, 5),
 		Retained:          pick(1, 2, 3),
 		TolerableFailures: pick(0, 2, 5, UnlimitedFailures),
+		IDReservation:     pick(0, 0, 1, 2, 5, 100),
 	}
 	m := &model{
 		rng: rng, cfg: cfg, now: t0,
@@ -104,6 +116,7 @@ func runModel(seed uint64, steps int) error {
 		discarded: map[string]bool{}, unknownOutcome: map[string]bool{}, failCounted: map[CheckpointID]bool{},
 	}
 	m.firstID = CheckpointID(pick(1, 1, 17, 1000))
+	m.durable = m.firstID
 	c, err := New(cfg, t0, Recovery{NextID: m.firstID})
 	if err != nil {
 		return err
@@ -163,6 +176,14 @@ func runModel(seed uint64, steps int) error {
 		}
 	}
 	return nil
+}
+
+// nextID is the id the next checkpoint gets.
+func (m *model) nextID() CheckpointID {
+	if m.lastID == 0 {
+		return m.firstID
+	}
+	return m.lastID + 1
 }
 
 func (m *model) freshFile(p ParticipantID, id CheckpointID) string {
@@ -316,8 +337,34 @@ func (m *model) randomStep() error {
 
 	case r < 94: // a savepoint
 		_, err := c.RequestSavepoint(m.now, "/user/sp")
-		if err != nil && !m.failed && len(c.Participants()) > 0 {
+		outOfIDs := m.cfg.IDReservation > 0 && m.nextID() >= m.durable
+		if err != nil && !m.failed && len(c.Participants()) > 0 && !(outOfIDs && errors.Is(err, ErrNoIDs)) {
 			return fmt.Errorf("savepoint refused: %v", err)
+		}
+		if err == nil && outOfIDs {
+			return fmt.Errorf("savepoint accepted without a durable id (durable below %d)", m.durable)
+		}
+		return m.apply(nil, c.Ready())
+
+	case r < 96 && m.reserving != 0: // the outstanding reservation ends
+		var rerr error
+		if rng.IntN(4) == 0 {
+			rerr = errors.New("counter: permission denied")
+		}
+		limit := m.reserving
+		counts := rerr != nil && m.idWait && !m.failed
+		if err := c.ReserveResult(m.now, limit, rerr); err != nil {
+			return err
+		}
+		m.reserving = 0
+		if rerr == nil {
+			m.durable = max(m.durable, limit)
+		}
+		if counts && m.cfg.TolerableFailures != UnlimitedFailures {
+			m.failCount++
+			if m.failCount > m.cfg.TolerableFailures {
+				m.expectFail = true
+			}
 		}
 		return m.apply(nil, c.Ready())
 
@@ -555,6 +602,10 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 		if !d.Deadline.Equal(m.now.Add(m.cfg.Timeout)) {
 			return fmt.Errorf("trigger %d: deadline %v, want now + timeout", d.ID, d.Deadline)
 		}
+		if m.cfg.IDReservation > 0 && d.ID >= m.durable {
+			return fmt.Errorf("trigger %d, but only ids below %d are durable", d.ID, m.durable)
+		}
+		m.idWait = false
 		m.lastID = d.ID
 		m.cps[d.ID] = &mcp{id: d.ID, savepoint: d.Options.Savepoint, participants: d.Participants,
 			deadline: d.Deadline, acked: map[ParticipantID][]string{}}
@@ -668,6 +719,17 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 	case Schedule:
 		m.lastScheduled = d.At
 	case Refused:
+		m.idWait = d.Reason == RefusedNoIDs && d.RetryAt.IsZero()
+	case Reserve:
+		switch {
+		case m.cfg.IDReservation == 0:
+			return fmt.Errorf("reserve %d without IDReservation", d.Limit)
+		case m.reserving != 0:
+			return fmt.Errorf("reserve %d while %d is outstanding", d.Limit, m.reserving)
+		case d.Limit < m.lastLimit || d.Limit <= m.durable:
+			return fmt.Errorf("reserve %d after %d (durable %d): limits must not decrease", d.Limit, m.lastLimit, m.durable)
+		}
+		m.reserving, m.lastLimit = d.Limit, d.Limit
 	default:
 		return fmt.Errorf("unknown decision")
 	}
@@ -705,6 +767,9 @@ func (m *model) invariants() error {
 	}
 	if (m.c.Err() != nil) != m.failed {
 		return fmt.Errorf("Err() = %v, model failed = %v", m.c.Err(), m.failed)
+	}
+	if m.cfg.IDReservation > 0 && m.c.IDLimit() != m.durable {
+		return fmt.Errorf("IDLimit() = %d, model %d", m.c.IDLimit(), m.durable)
 	}
 	return nil
 }

@@ -82,6 +82,62 @@ type Counts struct {
 // or failed.
 func (c Counts) InProgress() int64 { return c.Triggered - c.Completed - c.Failed }
 
+// Spread summarizes a set of durations: the least, the mean and the
+// greatest. It is zero for an empty set.
+type Spread struct {
+	Min, Mean, Max time.Duration
+}
+
+// SizeSpread summarizes a set of sizes in bytes: the least, the mean and the
+// greatest. It is zero for an empty set.
+type SizeSpread struct {
+	Min, Mean, Max int64
+}
+
+// Summary aggregates every completed checkpoint and savepoint a Stats has
+// seen, like Flink's checkpoint summary: how long they took, how big they
+// were, and how long their participants' synchronous and asynchronous
+// phases took.
+type Summary struct {
+	// Completed is the number of checkpoints summarized.
+	Completed int64
+	// Duration spreads their durations, trigger to completion.
+	Duration Spread
+	// Bytes spreads their sizes.
+	Bytes SizeSpread
+	// SyncDuration and AsyncDuration spread the phases of every
+	// participant of every completed checkpoint.
+	SyncDuration, AsyncDuration Spread
+}
+
+// spread accumulates a Spread or SizeSpread.
+type spread struct {
+	n             int64
+	sum, min, max int64
+}
+
+func (s *spread) add(v int64) {
+	if s.n == 0 || v < s.min {
+		s.min = v
+	}
+	if s.n == 0 || v > s.max {
+		s.max = v
+	}
+	s.n++
+	s.sum += v
+}
+
+func (s spread) mean() int64 {
+	if s.n == 0 {
+		return 0
+	}
+	return s.sum / s.n
+}
+
+func (s spread) durations() Spread {
+	return Spread{Min: time.Duration(s.min), Mean: time.Duration(s.mean()), Max: time.Duration(s.max)}
+}
+
 // Stats keeps checkpoint counters and the most recent records. It is fed
 // with a Core's decisions (Observe); every Core keeps one (Core.Stats), and
 // a driver may keep its own to serve it to other goroutines under a lock.
@@ -93,6 +149,8 @@ type Stats struct {
 	history       int
 	lastCompleted *Record
 	lastFailed    *Record
+
+	duration, bytes, sync, async spread
 }
 
 // NewStats returns an empty Stats that keeps the latest history records
@@ -119,6 +177,12 @@ func (s *Stats) add(r Record) {
 	case StatusCompleted:
 		s.counts.Completed++
 		s.lastCompleted = &r
+		s.duration.add(int64(r.Duration()))
+		s.bytes.add(r.Bytes)
+		for _, p := range r.Participants {
+			s.sync.add(int64(p.SyncDuration))
+			s.async.add(int64(p.AsyncDuration))
+		}
 	case StatusFailed:
 		s.counts.Failed++
 		s.lastFailed = &r
@@ -140,6 +204,18 @@ func (s *Stats) Recent() []Record {
 	out := make([]Record, 0, len(s.recent))
 	out = append(out, s.recent[s.next:]...)
 	return append(out, s.recent[:s.next]...)
+}
+
+// Summary aggregates every completed checkpoint seen, not only the recent
+// ones.
+func (s *Stats) Summary() Summary {
+	return Summary{
+		Completed:     s.duration.n,
+		Duration:      s.duration.durations(),
+		Bytes:         SizeSpread{Min: s.bytes.min, Mean: s.bytes.mean(), Max: s.bytes.max},
+		SyncDuration:  s.sync.durations(),
+		AsyncDuration: s.async.durations(),
+	}
 }
 
 // LastCompleted returns the record of the latest completed checkpoint, if

@@ -1,7 +1,58 @@
 // Package driver runs the checkpoint coordinator's deterministic core
 // (package coordinator) against the real world: a goroutine, a clock and a
 // timer, participants (operator instances) in the same process, and a
-// checkpoint.Storage.
+// checkpoint.Storage. It also holds what a job needs around it: Instance,
+// the participant helper for an operator with a runtime.Store, and the
+// restore of the latest checkpoint at any parallelism.
+//
+// # A job's life
+//
+//  1. Restore. Each operator instance restores its share of the newest
+//     checkpoint (RestoreLatest, or PlanLatest and RestorePlan.Restore for
+//     the whole operator) into a fresh store, at the job's parallelism, and
+//     takes the old instances' operator-state blobs — its sources'
+//     positions — to resume from. ErrNoCheckpoint means a fresh start.
+//  2. Start. Start recovers the coordinator from the storage (Recover): the
+//     committed checkpoints become the retained set, the id counter
+//     continues where it stopped; crash debris is removed
+//     (checkpoint.Cleanup) and a first batch of ids is reserved.
+//  3. Join. Each instance joins (Coordinator.Join) and its operator loop
+//     selects on its input, Instance.Triggers and Instance.Notifications.
+//  4. Run. Every Interval a checkpoint is triggered; see below. Savepoints
+//     are taken on request (Coordinator.Savepoint). If checkpoints keep
+//     failing, Failed is closed and Err says why: stop the job and restart
+//     it from step 1.
+//  5. Stop. Close each Instance, then the Coordinator: pending checkpoints
+//     are aborted and their files deleted; retained checkpoints stay.
+//
+// # The participant protocol
+//
+// A participant is one operator instance (Participant; Instance implements
+// it for the common case). For each checkpoint:
+//
+//   - The Coordinator calls Participant.Trigger with the checkpoint's id,
+//     deadline, storage and name. Participant methods run on the
+//     Coordinator's goroutine and must not block: an Instance puts the
+//     trigger in its mailbox (the Triggers channel).
+//   - The operator takes the trigger between two records and runs the
+//     synchronous phase on its own goroutine (Instance.Snapshot calls
+//     Store.Snapshot and records the operator-state blob), so the snapshot
+//     and the blob describe the same point of the input.
+//   - The asynchronous phase writes the snapshot as one object of the
+//     checkpoint (checkpoint.WriteAsync) while the operator goes on.
+//   - When the write ends the participant acknowledges (Coordinator.Ack,
+//     with the file, the sync and async durations, the bytes and the blob)
+//     or declines (Coordinator.Decline; a cause wrapping
+//     coordinator.ErrNotReady does not count as a failure).
+//   - When every participant has acknowledged, the Coordinator commits the
+//     checkpoint's metadata and calls NotifyComplete: the operator may now
+//     commit side effects up to the checkpoint — a source commits the
+//     positions of its blob. If the checkpoint is aborted instead
+//     (declined, expired, subsumed, shut down), NotifyAborted: an Instance
+//     cancels the write, and the Coordinator deletes the checkpoint's
+//     files, also those acknowledged too late.
+//
+// # The Coordinator's goroutine
 //
 // The Coordinator owns one goroutine that feeds the Core its inputs one at
 // a time — acknowledgements and declines from participants, savepoint
@@ -15,6 +66,8 @@
 //     checkpoint metadata (one checkpoint.Operator per operator) and commit
 //     it with checkpoint.Commit on an I/O goroutine; the outcome comes back
 //     as Core.StoreResult;
+//   - Reserve: write the durable id counter on an I/O goroutine; the
+//     outcome comes back as Core.ReserveResult;
 //   - Discard: remove the files of rejected acknowledgements; delete a
 //     checkpoint dropped by retention whole, metadata first;
 //   - Report: log the record with log/slog, keep it in Stats, resolve a
@@ -24,13 +77,22 @@
 //   - NotifyComplete / NotifyAborted: call the participants;
 //   - Fail: close Failed and keep the error for Err.
 //
-// A participant writes its snapshot as one object of the triggered
-// checkpoint (checkpoint.SnapshotAsync does the synchronous phase on the
-// operator's goroutine and the writing in the background) and reports with
-// Ack or Decline. Participant methods are called on the Coordinator's
-// goroutine and must not block.
+// # The id counter
 //
-// At Start the Coordinator recovers from storage (Recover): the committed
-// checkpoints become the retained set, and the id counter continues above
-// every id found; then checkpoint.Cleanup removes crash debris.
+// Checkpoint ids never repeat, across restarts too: the Coordinator keeps a
+// durable counter — objects under the reserved name
+// checkpoint.CoordinatorName, which checkpoint.Cleanup leaves alone — and
+// the Core issues only ids the counter covers, reserving them
+// coordinator.DefaultIDReservation at a time (one small write per hundred
+// checkpoints by default), ahead of need. After a crash the next id is the
+// counter, so even an id whose checkpoint left nothing in storage is never
+// issued again. See coordinator.Config.IDReservation.
+//
+// # Observability
+//
+// Every completed or failed checkpoint is logged (Options.Logger, at Info
+// and Warn) with its id, duration, bytes and, per participant, whether it
+// acknowledged, its sync and async durations and bytes; a failure adds its
+// reason, the participant at fault and the error. Stats serves the same
+// records, counters and a summary to other goroutines.
 package driver

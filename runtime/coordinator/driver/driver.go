@@ -32,7 +32,11 @@ const DefaultIOTimeout = time.Minute
 
 // Participant is one operator instance taking part in checkpoints. The
 // Coordinator calls its methods on its own goroutine: they must not block
-// (hand the work to the operator's goroutine, e.g. through a mailbox).
+// (hand the work to the operator's goroutine, e.g. through a mailbox). An
+// operator with a runtime.Store need not implement it: Coordinator.Join
+// returns an Instance that does. Implement it for other participants —
+// one in another process, say — and answer triggers with Coordinator.Ack
+// and Coordinator.Decline.
 type Participant interface {
 	// ID names the participant, uniquely within the job.
 	ID() coordinator.ParticipantID
@@ -70,6 +74,8 @@ type Trigger struct {
 // Options configure a Coordinator.
 type Options struct {
 	// Config configures the coordinator's rules (see coordinator.Config).
+	// A zero Config.IDReservation means coordinator.DefaultIDReservation:
+	// the driver always keeps a durable id counter in Storage.
 	Config coordinator.Config
 	// Storage holds checkpoints and savepoints. Required.
 	Storage checkpoint.Storage
@@ -88,8 +94,9 @@ type Options struct {
 
 // Coordinator runs a coordinator.Core: it owns the goroutine that feeds the
 // Core its inputs one at a time, the timer that ticks it, and the storage
-// I/O its decisions call for (metadata commits and deletions run on their
-// own goroutines and report back as inputs). It is safe for concurrent use.
+// I/O its decisions call for (metadata commits, id-counter writes and
+// deletions run on their own goroutines and report back as inputs). It is
+// safe for concurrent use.
 type Coordinator struct {
 	storage   checkpoint.Storage
 	clock     Clock
@@ -105,6 +112,7 @@ type Coordinator struct {
 	core         *coordinator.Core
 	participants map[coordinator.ParticipantID]Participant
 	savepoints   map[coordinator.CheckpointID]*savepoint
+	parked       []*savepoint // savepoint requests waiting for checkpoint ids
 	timer        Timer
 	armed        time.Time
 	inflight     int
@@ -133,8 +141,10 @@ type handle struct {
 }
 
 // Start recovers the coordinator's state from opts.Storage (see Recover),
-// removes crash debris (unless opts.SkipCleanup), and starts the
-// Coordinator. Close stops it.
+// removes crash debris (unless opts.SkipCleanup), reserves a first batch of
+// checkpoint ids in the durable counter, and starts the Coordinator. It
+// fails if the storage cannot be read or the counter written. Close stops
+// it.
 func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 	if opts.Storage == nil {
 		return nil, errors.New("driver: Options.Storage is required")
@@ -154,6 +164,9 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 		participants: map[coordinator.ParticipantID]Participant{},
 		savepoints:   map[coordinator.CheckpointID]*savepoint{},
 	}
+	if opts.Config.IDReservation == 0 {
+		opts.Config.IDReservation = coordinator.DefaultIDReservation
+	}
 	cfg, err := opts.Config.Normalize()
 	if err != nil {
 		return nil, err
@@ -170,6 +183,10 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 		if err != nil {
 			c.log.Warn("checkpoint storage cleanup incomplete", "err", err)
 		}
+	}
+	rec.IDLimit = min(rec.NextID+coordinator.CheckpointID(cfg.IDReservation), coordinator.MaxID)
+	if err := writeCounter(ctx, opts.Storage, rec.IDLimit); err != nil {
+		return nil, err
 	}
 	core, err := coordinator.New(cfg, c.clock.Now(), rec)
 	if err != nil {
@@ -297,6 +314,28 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 					p.NotifyAborted(d.ID, d.Err)
 				}
 			}
+		case coordinator.Reserve:
+			limit := d.Limit
+			c.spawn(func(ctx context.Context) func() {
+				err := writeCounter(ctx, c.storage, limit)
+				return func() {
+					if err != nil {
+						c.log.Warn("checkpoint ids not reserved", "limit", limit, "err", err)
+					}
+					if rerr := c.core.ReserveResult(c.clock.Now(), limit, err); rerr != nil {
+						c.log.Error("checkpoint id reservation result rejected", "limit", limit, "err", rerr)
+					}
+					parked := c.parked
+					c.parked = nil
+					for _, sp := range parked {
+						if err != nil {
+							sp.result <- savepointResult{err: fmt.Errorf("%w: %w", coordinator.ErrNoIDs, err)}
+							continue
+						}
+						c.requestSavepoint(sp)
+					}
+				}
+			})
 		case coordinator.Refused:
 			c.log.Debug("checkpoint trigger refused", "reason", d.Reason.String(), "retryAt", d.RetryAt)
 		case coordinator.Fail:
@@ -384,14 +423,23 @@ func (c *Coordinator) logDiscard(d coordinator.Discard, err error) {
 
 func (c *Coordinator) report(r coordinator.Record) {
 	attrs := []any{"id", r.ID, "savepoint", r.Savepoint, "duration", r.Duration(), "bytes", r.Bytes}
+	if r.Savepoint {
+		attrs = append(attrs, "location", r.Location)
+	}
+	parts := make([]any, 0, len(r.Participants))
 	for _, p := range r.Participants {
-		attrs = append(attrs, slog.Group(string(p.Participant),
+		parts = append(parts, slog.Group(string(p.Participant),
 			"acked", p.Acked, "sync", p.SyncDuration, "async", p.AsyncDuration, "bytes", p.Bytes))
 	}
+	attrs = append(attrs, slog.Group("participants", parts...))
 	if r.Err == nil {
 		c.log.Info("checkpoint completed", attrs...)
 	} else {
-		c.log.Warn("checkpoint failed", append(attrs, "reason", r.Err.Reason.String(), "err", r.Err)...)
+		attrs = append(attrs, "reason", r.Err.Reason.String())
+		if r.Err.Participant != "" {
+			attrs = append(attrs, "participant", string(r.Err.Participant))
+		}
+		c.log.Warn("checkpoint failed", append(attrs, "err", r.Err)...)
 		if !errors.Is(r.Err, coordinator.ErrOutcomeUnknown) {
 			// Everything under an aborted checkpoint's name is its own:
 			// delete it whole, with what participants are still writing.
@@ -497,6 +545,9 @@ func (c *Coordinator) Savepoint(ctx context.Context, location string) (coordinat
 	if _, ok := checkpoint.ParseCheckpointName(location); ok {
 		return coordinator.Record{}, fmt.Errorf("%w: %q is a checkpoint's name", ErrInvalidLocation, location)
 	}
+	if location == checkpoint.CoordinatorName {
+		return coordinator.Record{}, fmt.Errorf("%w: %q is reserved for the coordinator", ErrInvalidLocation, location)
+	}
 	names, err := c.storage.List(ctx)
 	if err != nil {
 		return coordinator.Record{}, err
@@ -506,18 +557,7 @@ func (c *Coordinator) Savepoint(ctx context.Context, location string) (coordinat
 	}
 	result := make(chan savepointResult, 1)
 	if err := c.do(func() {
-		for _, sp := range c.savepoints {
-			if sp.location == location {
-				result <- savepointResult{err: fmt.Errorf("%w: a savepoint to %q is in progress", ErrInvalidLocation, location)}
-				return
-			}
-		}
-		id, err := c.core.RequestSavepoint(c.clock.Now(), location)
-		if err != nil {
-			result <- savepointResult{err: err}
-			return
-		}
-		c.savepoints[id] = &savepoint{location: location, result: result}
+		c.requestSavepoint(&savepoint{location: location, result: result})
 	}); err != nil {
 		return coordinator.Record{}, err
 	}
@@ -533,6 +573,29 @@ func (c *Coordinator) Savepoint(ctx context.Context, location string) (coordinat
 		default:
 			return coordinator.Record{}, ErrClosed
 		}
+	}
+}
+
+// requestSavepoint asks the Core for savepoint sp, on the loop goroutine.
+// A request made while no checkpoint id is reserved waits for the
+// outstanding reservation.
+func (c *Coordinator) requestSavepoint(sp *savepoint) {
+	inUse := slices.ContainsFunc(c.parked, func(o *savepoint) bool { return o.location == sp.location })
+	for _, o := range c.savepoints {
+		inUse = inUse || o.location == sp.location
+	}
+	if inUse {
+		sp.result <- savepointResult{err: fmt.Errorf("%w: a savepoint to %q is in progress", ErrInvalidLocation, sp.location)}
+		return
+	}
+	id, err := c.core.RequestSavepoint(c.clock.Now(), sp.location)
+	switch {
+	case errors.Is(err, coordinator.ErrNoIDs) && !c.closing:
+		c.parked = append(c.parked, sp)
+	case err != nil:
+		sp.result <- savepointResult{err: err}
+	default:
+		c.savepoints[id] = sp
 	}
 }
 
@@ -573,6 +636,10 @@ func (c *Coordinator) Close(ctx context.Context) error {
 		if !c.closing {
 			c.closing = true
 			c.core.Shutdown(c.clock.Now())
+			for _, sp := range c.parked {
+				sp.result <- savepointResult{err: coordinator.ErrShutdown}
+			}
+			c.parked = nil
 		}
 	})
 	if errors.Is(err, ErrClosed) {

@@ -136,22 +136,27 @@ func TestDriverCheckpointsThroughStorage(t *testing.T) {
 		t.Errorf("last failed %+v", lf)
 	}
 
-	// A restart recovers the retained checkpoint and continues the ids
-	// above everything in storage (the savepoint took id 5).
+	// A restart recovers the retained checkpoint and continues the ids at
+	// the durable counter: the first run reserved ids 1..100 (the
+	// savepoint took 5), so the next is 101.
+	counter, err := ReadCounter(context.Background(), s)
+	if err != nil || counter != 1+coordinator.DefaultIDReservation {
+		t.Fatalf("counter %d, %v; want %d", counter, err, 1+coordinator.DefaultIDReservation)
+	}
 	a2, b2 := newParticipant(t, "counter", 0, 2, 0), newParticipant(t, "counter", 1, 2, 0)
 	c2 := start(t, s, clock, cfg, a2, b2)
 	if got := c2.Retained(); len(got) != 1 || got[0].ID != 4 {
 		t.Fatalf("retained after restart: %+v", got)
 	}
 	clock.Advance(10 * time.Second)
-	waitFor(t, "notify-complete", a2.completed, 6)
+	waitFor(t, "notify-complete", a2.completed, counter)
 	a2.halt()
 	b2.halt()
 	if err := c2.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	checkRestores(t, s, checkpoint.CheckpointName(6), []*participant{a2, b2})
-	if got, want := committed(t, s), []string{"before-upgrade", checkpoint.CheckpointName(6)}; !slices.Equal(got, want) {
+	checkRestores(t, s, checkpoint.CheckpointName(uint64(counter)), []*participant{a2, b2})
+	if got, want := committed(t, s), []string{"before-upgrade", checkpoint.CheckpointName(uint64(counter))}; !slices.Equal(got, want) {
 		t.Errorf("committed after restart %v, want %v", got, want)
 	}
 	noDebris(t, s)

@@ -11,20 +11,28 @@ import (
 
 // Recover reads what a restarted coordinator needs from s: the committed
 // checkpoints (named by checkpoint.CheckpointName), which become the Core's
-// retained set, and the id counter, one above the highest id found in any
-// checkpoint or savepoint, committed or not.
+// retained set, and the id counter: the durable counter (ReadCounter),
+// raised above the highest id found in any checkpoint or savepoint,
+// committed or not — which matters only if the counter was lost.
 //
-// Ids of checkpoints that left nothing in s (aborted and cleaned up) may be
-// issued again after a restart; a durable counter needs a storage primitive
-// that checkpoint.Storage does not offer yet.
+// With the durable counter, an id is never issued twice, even one whose
+// checkpoint left nothing in s: the counter covers every id issued before
+// the restart (see coordinator.Config.IDReservation).
 func Recover(ctx context.Context, s checkpoint.Storage) (coordinator.Recovery, error) {
 	var rec coordinator.Recovery
+	counter, err := ReadCounter(ctx, s)
+	if err != nil {
+		return rec, fmt.Errorf("driver: recover: %w", err)
+	}
 	names, err := s.List(ctx)
 	if err != nil {
 		return rec, fmt.Errorf("driver: recover: %w", err)
 	}
 	var maxID uint64
 	for _, name := range names {
+		if name == checkpoint.CoordinatorName {
+			continue
+		}
 		id, isCheckpoint := checkpoint.ParseCheckpointName(name)
 		maxID = max(maxID, id)
 		m, err := checkpoint.ReadMetadata(ctx, s, name)
@@ -39,10 +47,10 @@ func Recover(ctx context.Context, s checkpoint.Storage) (coordinator.Recovery, e
 			rec.Retained = append(rec.Retained, fromMetadata(name, id, m))
 		}
 	}
-	if maxID >= uint64(coordinator.MaxID)-1 {
-		return rec, fmt.Errorf("driver: recover: checkpoint id %d is beyond the counter's range", maxID)
+	if maxID >= uint64(coordinator.MaxID)-1 || counter >= coordinator.MaxID {
+		return rec, fmt.Errorf("driver: recover: checkpoint id %d (counter %d) is beyond the counter's range", maxID, counter)
 	}
-	rec.NextID = coordinator.CheckpointID(maxID + 1)
+	rec.NextID = max(coordinator.CheckpointID(maxID+1), counter)
 	return rec, nil
 }
 

@@ -1,0 +1,95 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/runtime/coordinator"
+)
+
+// The durable checkpoint-id counter is a high-water mark: "ids below L may
+// have been issued". Storage objects are immutable, so every reservation
+// writes a new object, named after its limit, under the coordinator's
+// reserved name (checkpoint.CoordinatorName, which checkpoint.Cleanup
+// leaves alone); the highest limit found is the counter, and older objects
+// are removed once a newer one is committed. Writing a limit that already
+// exists succeeds, so a reservation can be retried after an unknown
+// outcome. A limit that was written but reported as failed only makes a
+// restarted job skip ids — never repeat them.
+const counterPrefix = "next-id-"
+
+// counterObject names the object of limit: the prefix and 20 digits, so
+// that names sort like limits.
+func counterObject(limit coordinator.CheckpointID) string {
+	return fmt.Sprintf("%s%020d", counterPrefix, uint64(limit))
+}
+
+// parseCounterObject is the inverse of counterObject.
+func parseCounterObject(name string) (coordinator.CheckpointID, bool) {
+	digits, ok := strings.CutPrefix(name, counterPrefix)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return coordinator.CheckpointID(n), true
+}
+
+// ReadCounter returns the durable checkpoint-id counter in s: the highest
+// limit a coordinator reserved, below which ids may have been issued, or
+// zero if there is none.
+func ReadCounter(ctx context.Context, s checkpoint.Storage) (coordinator.CheckpointID, error) {
+	limit, _, err := readCounter(ctx, s)
+	return limit, err
+}
+
+// readCounter returns the counter and the names of every counter object.
+func readCounter(ctx context.Context, s checkpoint.Storage) (coordinator.CheckpointID, []string, error) {
+	objs, err := s.Objects(ctx, checkpoint.CoordinatorName)
+	if err != nil {
+		return 0, nil, fmt.Errorf("driver: reading the checkpoint-id counter: %w", err)
+	}
+	var limit coordinator.CheckpointID
+	var names []string
+	for _, o := range objs {
+		if l, ok := parseCounterObject(o.Name); ok {
+			limit = max(limit, l)
+			names = append(names, o.Name)
+		}
+	}
+	return limit, names, nil
+}
+
+// writeCounter makes limit durable in s and then removes the objects of
+// lower limits (a failure to remove them is harmless: the highest wins).
+func writeCounter(ctx context.Context, s checkpoint.Storage, limit coordinator.CheckpointID) error {
+	name := counterObject(limit)
+	err := func() error {
+		w, err := s.Create(ctx, checkpoint.CoordinatorName, name)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%d\n", uint64(limit)); err != nil {
+			_ = w.Abort()
+			return err
+		}
+		return w.Commit()
+	}()
+	if err != nil && !errors.Is(err, checkpoint.ErrExist) {
+		return fmt.Errorf("driver: reserving checkpoint ids below %d: %w", limit, err)
+	}
+	if _, names, err := readCounter(ctx, s); err == nil {
+		for _, n := range names {
+			if l, _ := parseCounterObject(n); l < limit {
+				_ = s.Remove(ctx, checkpoint.CoordinatorName, n)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/coordinator"
+)
+
+// DefaultMailbox is the capacity of an Instance's Triggers and
+// Notifications channels unless InstanceOptions.Mailbox says otherwise.
+const DefaultMailbox = 16
+
+// Errors of an Instance.
+var (
+	// ErrMailboxFull: a trigger found the Instance's Triggers channel full —
+	// its operator is not reading it — and the checkpoint was declined. The
+	// decline counts towards the tolerable failures: an operator that does
+	// not take triggers would let its checkpoints expire anyway.
+	ErrMailboxFull = errors.New("driver: instance mailbox full: the operator does not read Triggers")
+	// ErrInstanceClosed: the Instance was closed.
+	ErrInstanceClosed = errors.New("driver: instance closed")
+	// ErrUnknownTrigger: Snapshot or Decline was given a Trigger that did
+	// not come from the Instance's Triggers channel, or one already
+	// snapshotted or declined.
+	ErrUnknownTrigger = errors.New("driver: trigger not delivered to this instance, or already handled")
+)
+
+// InstanceOptions configure an Instance (see Coordinator.Join).
+type InstanceOptions struct {
+	// Operator names the operator the instance belongs to, e.g. "clicks":
+	// a valid checkpoint name (checkpoint.ValidateName), stable across job
+	// versions, since checkpoints record state by operator. Required.
+	Operator string
+	// Index is the instance's index among the operator's parallel
+	// instances, from 0. With Operator it names the participant
+	// ("clicks/3") and its data file in every checkpoint ("clicks-3.sgc").
+	Index int
+	// Store holds the instance's state: the key groups of instance Index.
+	// Only the operator's goroutine uses it, Snapshot included. Required.
+	Store runtime.Store
+	// Mailbox is the capacity of the Triggers and Notifications channels;
+	// zero means DefaultMailbox.
+	Mailbox int
+	// Writer tunes the data files; nil means the defaults.
+	Writer *checkpoint.WriterOptions
+}
+
+// Notification tells an operator that a checkpoint it took part in
+// completed or was aborted.
+type Notification struct {
+	// ID is the checkpoint.
+	ID coordinator.CheckpointID
+	// Err is nil if the checkpoint completed, and otherwise why it was
+	// aborted (a *coordinator.AbortError).
+	Err error
+	// OperatorState is the blob the operator passed to Snapshot for this
+	// checkpoint — typically its source positions, which a completed
+	// checkpoint now makes safe to commit (a Kafka consumer commits its
+	// offsets). It is nil if the instance never snapshotted the checkpoint.
+	OperatorState []byte
+}
+
+// Completed reports whether the checkpoint completed.
+func (n Notification) Completed() bool { return n.Err == nil }
+
+// Instance is the common-case participant: one operator instance with a
+// runtime.Store, driven by the operator's own goroutine. The coordinator
+// puts triggers and notifications in the instance's mailbox — the Triggers
+// and Notifications channels, which the operator's loop selects on next to
+// its input, like Flink's mailbox — and the operator handles a trigger with
+// Snapshot (the synchronous phase, on its goroutine) and a completion by
+// committing what the notification's blob says.
+//
+// Snapshot hands the snapshot to checkpoint.WriteAsync; when the write
+// ends, the Instance acknowledges the checkpoint with the written file, the
+// phases' durations, the bytes and the blob, or declines it. A checkpoint
+// aborted meanwhile has its write cancelled, and a trigger whose checkpoint
+// ended before the operator took it is skipped.
+//
+// Triggers and Notifications are never closed. The methods are safe for
+// concurrent use, but Snapshot and Decline belong on the operator's
+// goroutine: Snapshot calls Store.Snapshot.
+type Instance struct {
+	c      *Coordinator
+	id     coordinator.ParticipantID
+	op     string
+	object string
+	store  runtime.Store
+	writer *checkpoint.WriterOptions
+
+	triggers chan Trigger
+	notes    chan Notification
+
+	ctx    context.Context // cancelled by Close: stops every write
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // writes and asynchronous declines in flight
+
+	mu       sync.Mutex
+	closed   bool
+	attempts map[coordinator.CheckpointID]*attempt
+}
+
+// attempt is the Instance's part in one checkpoint, from its trigger to its
+// end.
+type attempt struct {
+	t       Trigger
+	taken   bool                      // Snapshot or Decline was called
+	async   *checkpoint.AsyncSnapshot // the write, once started
+	blob    []byte
+	aborted bool // NotifyAborted arrived
+}
+
+// Join adds an operator instance to the coordinator and returns it: the
+// instance takes part in every checkpoint triggered from now on. Close it
+// when the operator stops. The error names the InstanceOptions field at
+// fault, or comes from AddParticipant (a participant with the same
+// operator and index already joined).
+func (c *Coordinator) Join(opts InstanceOptions) (*Instance, error) {
+	bad := func(field, format string, args ...any) (*Instance, error) {
+		return nil, fmt.Errorf("driver: InstanceOptions.%s %s", field, fmt.Sprintf(format, args...))
+	}
+	if err := checkpoint.ValidateName(opts.Operator); err != nil {
+		return bad("Operator", "is invalid: %v", err)
+	}
+	switch {
+	case opts.Index < 0:
+		return bad("Index", "is %d; it must not be negative", opts.Index)
+	case opts.Store == nil:
+		return bad("Store", "is required")
+	case opts.Mailbox < 0:
+		return bad("Mailbox", "is %d; it must not be negative", opts.Mailbox)
+	}
+	object := fmt.Sprintf("%s-%d.sgc", opts.Operator, opts.Index)
+	if err := checkpoint.ValidateName(object); err != nil {
+		return bad("Operator", "is too long to name a data file: %v", err)
+	}
+	size := opts.Mailbox
+	if size == 0 {
+		size = DefaultMailbox
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &Instance{
+		c:        c,
+		id:       coordinator.ParticipantID(fmt.Sprintf("%s/%d", opts.Operator, opts.Index)),
+		op:       opts.Operator,
+		object:   object,
+		store:    opts.Store,
+		writer:   opts.Writer,
+		triggers: make(chan Trigger, size),
+		notes:    make(chan Notification, size),
+		ctx:      ctx,
+		cancel:   cancel,
+		attempts: map[coordinator.CheckpointID]*attempt{},
+	}
+	if err := c.AddParticipant(member{in}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return in, nil
+}
+
+// ID returns the instance's participant id, "operator/index".
+func (in *Instance) ID() coordinator.ParticipantID { return in.id }
+
+// Triggers delivers the checkpoints to take: handle each with Snapshot (or
+// Decline) on the operator's goroutine, between two records.
+func (in *Instance) Triggers() <-chan Trigger { return in.triggers }
+
+// Notifications delivers the ends of the checkpoints the instance was
+// triggered for: completions (commit side effects up to them) and aborts.
+// Savepoints are not notified when they complete. If the operator falls
+// behind and the channel is full, the oldest notification is dropped: a
+// completion implies the earlier ones, so the latest is what matters.
+func (in *Instance) Notifications() <-chan Notification { return in.notes }
+
+// Snapshot takes the instance's part in checkpoint t: it runs the
+// synchronous phase (Store.Snapshot) now, on the caller's goroutine — which
+// must be the operator's — records operatorState (the operator's source
+// positions, say; copied) as the instance's blob, and returns while the
+// snapshot is written in the background. The write's end acknowledges or
+// declines the checkpoint.
+//
+// Call it between two records, so the snapshot and the blob describe the
+// same point of the input. If the checkpoint already ended (aborted,
+// expired), Snapshot does nothing and returns nil. If the synchronous
+// phase fails, Snapshot declines the checkpoint and returns the error; the
+// operator may go on. It fails with ErrUnknownTrigger for a trigger that
+// did not come from Triggers or was handled already, and with
+// ErrInstanceClosed after Close.
+func (in *Instance) Snapshot(t Trigger, operatorState []byte) error {
+	a, skip, err := in.take(t)
+	if skip || err != nil {
+		return err
+	}
+	start := time.Now()
+	snap, err := in.store.Snapshot()
+	syncPhase := time.Since(start)
+	if err != nil {
+		in.forget(t.ID)
+		err = fmt.Errorf("driver: %s: snapshot for checkpoint %d: %w", in.id, t.ID, err)
+		_ = in.c.Decline(t, in.id, err)
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		_ = snap.Release()
+		return ErrInstanceClosed
+	}
+	a.blob = slices.Clone(operatorState)
+	a.async = checkpoint.WriteAsync(in.ctx, snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
+	if a.aborted {
+		a.async.Cancel()
+	}
+	in.wg.Add(1)
+	go in.finish(a)
+	return nil
+}
+
+// Decline refuses checkpoint t without snapshotting, with cause. A cause
+// wrapping coordinator.ErrNotReady (the operator is starting or draining)
+// does not count towards the tolerable failures. Like Snapshot, it fails
+// with ErrUnknownTrigger or ErrInstanceClosed, and does nothing for a
+// checkpoint that already ended.
+func (in *Instance) Decline(t Trigger, cause error) error {
+	_, skip, err := in.take(t)
+	if skip || err != nil {
+		return err
+	}
+	in.forget(t.ID)
+	return in.c.Decline(t, in.id, cause)
+}
+
+// take marks t's attempt as handled. skip is true if its checkpoint already
+// ended: there is nothing to do.
+func (in *Instance) take(t Trigger) (a *attempt, skip bool, err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return nil, false, ErrInstanceClosed
+	}
+	a, ok := in.attempts[t.ID]
+	if !ok || a.taken || a.t.Checkpoint != t.Checkpoint || !a.t.At.Equal(t.At) {
+		return nil, false, fmt.Errorf("%w: checkpoint %d", ErrUnknownTrigger, t.ID)
+	}
+	a.taken = true
+	if a.aborted || !in.c.clock.Now().Before(t.Deadline) {
+		// Ended, or about to expire: the coordinator aborts it without us.
+		if a.aborted {
+			delete(in.attempts, t.ID)
+		}
+		return nil, true, nil
+	}
+	return a, false, nil
+}
+
+// forget drops the attempt of checkpoint id.
+func (in *Instance) forget(id coordinator.CheckpointID) {
+	in.mu.Lock()
+	delete(in.attempts, id)
+	in.mu.Unlock()
+}
+
+// finish waits for a's write and acknowledges or declines the checkpoint.
+func (in *Instance) finish(a *attempt) {
+	defer in.wg.Done()
+	res, err := a.async.Wait()
+	in.mu.Lock()
+	aborted := a.aborted
+	if a.t.Options.Savepoint || err != nil {
+		// No completion will be notified: a savepoint's is not, a failed
+		// write's checkpoint is aborted.
+		delete(in.attempts, a.t.ID)
+	}
+	in.mu.Unlock()
+	if err != nil {
+		if !aborted && in.ctx.Err() == nil {
+			_ = in.c.Decline(a.t, in.id, err)
+		}
+		return
+	}
+	// A write that finished although its checkpoint was aborted is
+	// acknowledged all the same: the coordinator deletes late files.
+	res.Snapshot.OperatorState = a.blob
+	if err := in.c.Ack(a.t, in.id, res); err != nil {
+		// The coordinator is gone: nobody will delete the file but us.
+		ctx, cancel := context.WithTimeout(context.Background(), in.c.ioTimeout)
+		_ = a.t.Storage.Remove(ctx, a.t.Checkpoint, res.Snapshot.File.Name)
+		cancel()
+	}
+}
+
+// notify puts n in the Notifications channel, dropping the oldest
+// notification if it is full. Called with in.mu held.
+func (in *Instance) notify(n Notification) {
+	for {
+		select {
+		case in.notes <- n:
+			return
+		default:
+		}
+		select {
+		case <-in.notes:
+		default:
+		}
+	}
+}
+
+// Close takes the instance out of checkpointing: it leaves the coordinator
+// (pending checkpoints that wait for it are aborted, which does not count
+// as a failure), cancels the snapshots being written and waits for them.
+// The store is the caller's to close. Close is idempotent.
+func (in *Instance) Close() error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil
+	}
+	in.closed = true
+	in.mu.Unlock()
+	err := in.c.RemoveParticipant(in.id)
+	if errors.Is(err, ErrClosed) {
+		err = nil
+	}
+	in.cancel()
+	in.wg.Wait()
+	in.mu.Lock()
+	clear(in.attempts)
+	in.mu.Unlock()
+	return err
+}
+
+// member is the Participant the Coordinator calls for an Instance; it
+// keeps the Participant methods off the Instance's API. Its methods run on
+// the Coordinator's goroutine and never block.
+type member struct{ in *Instance }
+
+func (m member) ID() coordinator.ParticipantID { return m.in.id }
+func (m member) Operator() string              { return m.in.op }
+
+func (m member) Trigger(t Trigger) {
+	in := m.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return // Close removes the participant, which aborts t.
+	}
+	a := &attempt{t: t}
+	in.attempts[t.ID] = a
+	select {
+	case in.triggers <- t:
+		return
+	default:
+	}
+	delete(in.attempts, t.ID)
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		_ = in.c.Decline(t, in.id, fmt.Errorf("%w (capacity %d)", ErrMailboxFull, cap(in.triggers)))
+	}()
+}
+
+func (m member) NotifyComplete(id coordinator.CheckpointID) {
+	in := m.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return
+	}
+	var blob []byte
+	if a, ok := in.attempts[id]; ok {
+		blob = a.blob
+	}
+	for k, a := range in.attempts {
+		// A completion implies the earlier checkpoints: those still here
+		// were handled and are over (savepoints go on independently).
+		if k <= id && a.taken && !a.t.Options.Savepoint {
+			delete(in.attempts, k)
+		}
+	}
+	in.notify(Notification{ID: id, OperatorState: blob})
+}
+
+func (m member) NotifyAborted(id coordinator.CheckpointID, err error) {
+	in := m.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return
+	}
+	var blob []byte
+	if a, ok := in.attempts[id]; ok {
+		blob = a.blob
+		a.aborted = true
+		if a.async != nil {
+			a.async.Cancel()
+		}
+		if a.taken {
+			delete(in.attempts, id)
+		}
+	}
+	in.notify(Notification{ID: id, Err: err, OperatorState: blob})
+}

@@ -1,0 +1,236 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/coordinator"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+// completeOne runs one checkpoint through ops on the fake clock and returns
+// its id.
+func completeOne(t *testing.T, c *Coordinator, clock *fakeClock, ops []*operator) coordinator.CheckpointID {
+	t.Helper()
+	done := c.Stats().Counts().Completed
+	clock.Advance(10 * time.Second)
+	var id coordinator.CheckpointID
+	for _, o := range ops {
+		o.write(30)
+		tr := o.nextTrigger()
+		id = tr.ID
+		if err := o.snapshot(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCompleted(t, c, done+1)
+	return id
+}
+
+// The restore API: the latest checkpoint (savepoints aside) restores at
+// any parallelism, every new instance getting the blobs of all old ones,
+// and a store restored by RestoreLatest holds exactly the state at the
+// checkpoint's synchronous phase.
+func TestRestoreLatestAtAnyParallelism(t *testing.T) {
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Retained: 2})
+	ops := []*operator{newOperator(t, c, 0, 3, InstanceOptions{}), newOperator(t, c, 1, 3, InstanceOptions{}), newOperator(t, c, 2, 3, InstanceOptions{})}
+	completeOne(t, c, clock, ops)
+	id := completeOne(t, c, clock, ops)
+	// A savepoint taken later is not "the latest checkpoint".
+	go func() {
+		for _, o := range ops {
+			select {
+			case tr := <-o.inst.Triggers():
+				if err := o.snapshot(tr); err != nil {
+					t.Error(err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("no savepoint trigger")
+				return
+			}
+		}
+	}()
+	if _, err := c.Savepoint(context.Background(), "later"); err != nil {
+		t.Fatal(err)
+	}
+	name, got, err := Latest(context.Background(), s)
+	if err != nil || got != id || name != checkpoint.CheckpointName(uint64(id)) {
+		t.Fatalf("Latest = %s, %d, %v; want checkpoint %d", name, got, err, id)
+	}
+	want, wantBlobs := wantAt(t, id, ops)
+	for _, q := range []int{1, 2, 3, 5, maxP} {
+		plan, err := PlanLatest(context.Background(), s, "counter", q, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.ID != id || plan.MaxParallelism != maxP || len(plan.Instances) != q {
+			t.Fatalf("plan %+v", plan)
+		}
+		got, blobs := restoreAll(t, s, plan.Checkpoint, q)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("parallelism %d (-want +got):\n%s", q, diff)
+		}
+		if !cmp.Equal(wantBlobs, blobs) {
+			t.Errorf("parallelism %d: blobs %x, want %x", q, blobs, wantBlobs)
+		}
+	}
+	// One instance of two, by the convenience.
+	o := newOperator(t, nil, 1, 2, InstanceOptions{})
+	r, err := RestoreLatest(context.Background(), s, "counter", 1, 2, o.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != id || r.Checkpoint != name || len(r.OperatorStates) != 3 || r.Stats.Entries == 0 {
+		t.Errorf("restored %+v", r)
+	}
+	if diff := cmp.Diff(want.Restrict(o.kgs), o.contents()); diff != "" {
+		t.Errorf("instance 1 of 2 (-want +got):\n%s", diff)
+	}
+}
+
+// Restores fail clearly, with errors a caller can test for.
+func TestRestoreFailsClearly(t *testing.T) {
+	ctx := context.Background()
+	empty := checkpoint.NewMem()
+	if _, _, err := Latest(ctx, empty); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("Latest of empty storage: %v, want ErrNoCheckpoint", err)
+	}
+	o := newOperator(t, nil, 0, 1, InstanceOptions{})
+	if _, err := RestoreLatest(ctx, empty, "counter", 0, 1, o.store, nil); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("RestoreLatest of empty storage: %v, want ErrNoCheckpoint", err)
+	}
+
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second})
+	completeOne(t, c, clock, []*operator{newOperator(t, c, 0, 1, InstanceOptions{})})
+
+	if _, err := PlanLatest(ctx, s, "counter", 2, 2*maxP); !errors.Is(err, runtime.ErrMaxParallelismMismatch) || !strings.Contains(err.Error(), "maxParallelism") {
+		t.Errorf("another maxParallelism: %v, want ErrMaxParallelismMismatch", err)
+	}
+	other, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: 2 * maxP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RestoreLatest(ctx, s, "counter", 0, 1, other, nil); !errors.Is(err, runtime.ErrMaxParallelismMismatch) {
+		t.Errorf("RestoreLatest into a store with another maxParallelism: %v, want ErrMaxParallelismMismatch", err)
+	}
+	if _, err := PlanLatest(ctx, s, "renamed", 1, 0); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("unknown operator: %v, want checkpoint.ErrNotFound", err)
+	}
+	if _, err := PlanLatest(ctx, s, "counter", maxP+1, 0); !errors.Is(err, runtime.ErrInvalidParallelism) {
+		t.Errorf("parallelism above maxParallelism: %v, want ErrInvalidParallelism", err)
+	}
+	plan, err := PlanLatest(ctx, s, "counter", 2, maxP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plan.Restore(ctx, 2, o.store, nil); !errors.Is(err, runtime.ErrInvalidParallelism) {
+		t.Errorf("instance index out of range: %v, want ErrInvalidParallelism", err)
+	}
+	if _, err := plan.Restore(ctx, 0, o.store, nil); !errors.Is(err, runtime.ErrInvalidKeyGroup) {
+		t.Errorf("restore into a store of other key groups: %v, want ErrInvalidKeyGroup", err)
+	}
+	if _, err := PlanRestore(ctx, s, "no-such-savepoint", "counter", 1, 0); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("unknown checkpoint: %v, want checkpoint.ErrNotFound", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Every completed and failed checkpoint is logged with its id, duration,
+// bytes, each participant's sync and async durations and bytes, and, for a
+// failure, the reason, the participant at fault and the error; the Stats
+// summary aggregates the completed ones.
+func TestDriverLogsEveryCheckpoint(t *testing.T) {
+	var buf syncBuffer
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	c, err := Start(context.Background(), Options{
+		Config:  coordinator.Config{Interval: 10 * time.Second, TolerableFailures: 1},
+		Storage: s, Clock: clock, Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	a, b := newOperator(t, c, 0, 2, InstanceOptions{}), newOperator(t, c, 1, 2, InstanceOptions{})
+	completeOne(t, c, clock, []*operator{a, b})
+	clock.Advance(10 * time.Second)
+	if err := a.snapshot(a.nextTrigger()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.inst.Decline(b.nextTrigger(), errors.New("disk full")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the failure", func() bool { return c.Stats().Counts().Failed == 1 })
+
+	var completed, failed map[string]any
+	waitUntil(t, "both log records", func() bool {
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			switch rec["msg"] {
+			case "checkpoint completed":
+				completed = rec
+			case "checkpoint failed":
+				failed = rec
+			}
+		}
+		return completed != nil && failed != nil
+	})
+	for _, rec := range []map[string]any{completed, failed} {
+		for _, key := range []string{"id", "duration", "bytes", "participants"} {
+			if _, ok := rec[key]; !ok {
+				t.Errorf("log record %v lacks %q", rec, key)
+			}
+		}
+		parts, _ := rec["participants"].(map[string]any)
+		pa, _ := parts["counter/0"].(map[string]any)
+		for _, key := range []string{"acked", "sync", "async", "bytes"} {
+			if _, ok := pa[key]; !ok {
+				t.Errorf("participant record %v lacks %q", pa, key)
+			}
+		}
+	}
+	if completed["id"] != 1.0 || completed["bytes"].(float64) <= 0 {
+		t.Errorf("completed record %v", completed)
+	}
+	if failed["id"] != 2.0 || failed["reason"] != "declined" || failed["participant"] != "counter/1" || !strings.Contains(failed["err"].(string), "disk full") {
+		t.Errorf("failed record %v", failed)
+	}
+	sum := c.Stats().Summary()
+	if sum.Completed != 1 || sum.Bytes.Min <= 0 || sum.AsyncDuration.Max <= 0 {
+		t.Errorf("summary %+v", sum)
+	}
+}
