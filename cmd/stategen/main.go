@@ -22,6 +22,7 @@
 // Usage:
 //
 //	stategen [flags] [packages]
+//	stategen checkpoint ls|inspect|verify|dump ...
 //
 // Packages are go command patterns (default "."), such as ./... .
 //
@@ -39,6 +40,12 @@
 //	   file:line:col: message), or the go command or the file system failed
 //	2  invalid usage
 //	3  with -check: some generated file is stale, missing or obsolete
+//
+// stategen checkpoint reads checkpoints offline: ls DIR lists a checkpoint
+// directory; inspect DIR/ID prints a checkpoint's metadata; verify DIR/ID
+// checks every checksum (exit status 1 names the first fault); dump DIR/ID
+// -state NAME writes a state's entries as JSON lines. Run "stategen
+// checkpoint" for details.
 //
 // To run stategen as a tool of a module (Go 1.24 and later), add it with
 // go get -tool github.com/stategen/stategen/cmd/stategen and write
@@ -66,6 +73,7 @@ const (
 )
 
 const usage = `usage: stategen [flags] [packages]
+       stategen checkpoint ls|inspect|verify|dump ... (run "stategen checkpoint" for help)
 
 stategen generates serializers and Open functions for the structs marked
 //stategen:state in the given packages (default "."), into
@@ -98,6 +106,9 @@ func main() {
 
 // run is the command: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "checkpoint" {
+		return runCheckpoint(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("stategen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "write nothing; exit 3 if a generated file is stale, missing or obsolete")

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/inspect"
+)
+
+const checkpointUsage = `usage: stategen checkpoint <command> [arguments]
+
+Commands:
+
+  ls DIR                        list the committed checkpoints of checkpoint directory DIR:
+                                id, time, size, parallelism, states
+  inspect DIR/ID                print a checkpoint's metadata: operators, states with kinds
+                                and fingerprints, key-group ranges, files and sizes
+  verify DIR/ID                 read every block of every file and check every checksum;
+                                exit status 1 names the first fault
+  dump DIR/ID -state NAME [-operator OP]
+                                write a state's entries as JSON lines, keys and values in hex
+
+ID is a checkpoint's name (chk-00000000000000000042) or its id (42).
+A program with the job's generated codecs can decode entries itself: see package
+github.com/stategen/stategen/checkpoint/inspect.
+
+Exit status: 0 ok, 1 error (or a fault found by verify), 2 usage.
+`
+
+// runCheckpoint runs "stategen checkpoint ..." and returns the exit status.
+func runCheckpoint(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, checkpointUsage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "ls":
+		return checkpointLs(ctx, args, stdout, stderr)
+	case "inspect":
+		return checkpointInspect(ctx, args, stdout, stderr)
+	case "verify":
+		return checkpointVerify(ctx, args, stdout, stderr)
+	case "dump":
+		return checkpointDump(ctx, args, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "stategen checkpoint: unknown command %q\n\n%s", cmd, checkpointUsage)
+	return exitUsage
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments ("dump DIR/ID -state NAME"), and returns the
+// positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// commandFlags makes the flag set of a subcommand and parses args into it,
+// requiring exactly one positional argument. It returns the argument, or
+// an exit status (ok is false).
+func commandFlags(name, arg string, args []string, stderr io.Writer, define func(*flag.FlagSet)) (pos string, status int, ok bool) {
+	fs := flag.NewFlagSet("stategen checkpoint "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if define != nil {
+		define(fs)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: stategen checkpoint %s %s\n", name, arg)
+		fs.PrintDefaults()
+	}
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", exitOK, false
+		}
+		return "", exitUsage, false
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, "stategen checkpoint %s: want one argument, %s; got %d\n", name, arg, len(rest))
+		fs.Usage()
+		return "", exitUsage, false
+	}
+	return rest[0], exitOK, true
+}
+
+// fail prints err for command name and returns exitError.
+func fail(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "stategen checkpoint %s: %v\n", name, err)
+	return exitError
+}
+
+// checkpointLs lists the committed checkpoints of a directory.
+func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	dir, status, ok := commandFlags("ls", "DIR", args, stderr, nil)
+	if !ok {
+		return status
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return fail(stderr, "ls", err)
+	} else if !fi.IsDir() {
+		return fail(stderr, "ls", fmt.Errorf("%s is not a directory", dir))
+	}
+	s, err := checkpoint.NewDir(dir)
+	if err != nil {
+		return fail(stderr, "ls", err)
+	}
+	names, err := checkpoint.List(ctx, s)
+	if err != nil {
+		return fail(stderr, "ls", err)
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(stderr, "stategen checkpoint ls: no committed checkpoint in %s\n", dir)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tTIME\tSIZE\tPARALLELISM\tSTATES")
+	status = exitOK
+	for _, name := range names {
+		m, err := checkpoint.ReadMetadata(ctx, s, name)
+		if err != nil {
+			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\terror: %v\n", name, err)
+			status = exitError
+			continue
+		}
+		var par, states []string
+		for _, op := range m.Operators {
+			p := fmt.Sprint(len(op.Instances))
+			if len(m.Operators) > 1 {
+				p = op.ID + "=" + p
+			}
+			par = append(par, p)
+			for _, st := range op.States {
+				states = append(states, st.Name)
+			}
+		}
+		slices.Sort(states)
+		states = slices.Compact(states)
+		kind := ""
+		if t := m.Properties["type"]; t != "" && t != "checkpoint" {
+			kind = " (" + t + ")"
+		}
+		fmt.Fprintf(tw, "%d\t%s%s\t%s\t%s\t%s\t%s\n", m.CheckpointID, name, kind,
+			formatTime(m.Timestamp), formatSize(inspect.DataSize(m)), strings.Join(par, ","), strings.Join(states, ","))
+	}
+	tw.Flush()
+	return status
+}
+
+// openCheckpoint opens the checkpoint DIR/ID.
+func openCheckpoint(ctx context.Context, path string) (*inspect.Checkpoint, error) {
+	dir, ckpt := inspect.Split(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	return inspect.Open(ctx, dir, ckpt)
+}
+
+// checkpointInspect prints a checkpoint's metadata.
+func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	path, status, ok := commandFlags("inspect", "DIR/ID", args, stderr, nil)
+	if !ok {
+		return status
+	}
+	c, err := openCheckpoint(ctx, path)
+	if err != nil {
+		return fail(stderr, "inspect", err)
+	}
+	m := c.Metadata()
+	fmt.Fprintf(stdout, "checkpoint %s\n", c.Name())
+	fmt.Fprintf(stdout, "  id:       %d\n", m.CheckpointID)
+	fmt.Fprintf(stdout, "  time:     %s\n", formatTime(m.Timestamp))
+	fmt.Fprintf(stdout, "  format:   version %d\n", m.FormatVersion)
+	fmt.Fprintf(stdout, "  size:     %s in %d data files\n", formatSize(c.Size()), countFiles(m))
+	for _, k := range slices.Sorted(maps.Keys(m.Properties)) {
+		fmt.Fprintf(stdout, "  property: %s=%s\n", k, m.Properties[k])
+	}
+	for _, op := range m.Operators {
+		fmt.Fprintf(stdout, "operator %q: maxParallelism %d, key groups %v, parallelism %d\n",
+			op.ID, op.MaxParallelism, op.KeyGroups, len(op.Instances))
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STATE\tKIND\tSUB-KEYED\tFINGERPRINT")
+		for _, s := range op.States {
+			fmt.Fprintf(tw, "  %s\t%s\t%t\t%s\n", s.Name, s.Kind, s.SubKeyed, s.Fingerprint)
+		}
+		tw.Flush()
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  INSTANCE\tKEY GROUPS\tFILE\tSIZE\tCRC32C\tENTRIES\tOPERATOR STATE")
+		for i, in := range op.Instances {
+			fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%08x\t%d\t%d bytes\n", i, in.KeyGroups, in.File.Name,
+				formatSize(in.File.Size), in.File.CRC32C, in.File.Entries, len(in.OperatorState))
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+// checkpointVerify checks every byte of a checkpoint.
+func checkpointVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var quiet bool
+	path, status, ok := commandFlags("verify", "DIR/ID", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&quiet, "q", false, "no progress lines")
+	})
+	if !ok {
+		return status
+	}
+	c, err := openCheckpoint(ctx, path)
+	if err != nil {
+		return fail(stderr, "verify", err)
+	}
+	var progress func(inspect.Progress)
+	if !quiet {
+		progress = func(p inspect.Progress) {
+			fmt.Fprintf(stderr, "  ... %s read, file %d of %d (%s)\n", formatSize(p.BytesRead), p.File, p.Files, p.FileName)
+		}
+	}
+	start := time.Now()
+	if err := c.Verify(ctx, progress); err != nil {
+		fmt.Fprintf(stderr, "stategen checkpoint verify: %s: FAULT: %v\n", c.Name(), err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s: ok: %d files, %s, every checksum verified in %v\n",
+		c.Name(), countFiles(c.Metadata()), formatSize(c.Size()), time.Since(start).Round(time.Millisecond))
+	return exitOK
+}
+
+// checkpointDump writes a state's entries as JSON lines.
+func checkpointDump(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var state, operator string
+	path, status, ok := commandFlags("dump", "DIR/ID -state NAME [-operator OP]", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&state, "state", "", "the state to dump (required)")
+		fs.StringVar(&operator, "operator", "", "the operator whose state to dump (default: the checkpoint's only operator)")
+	})
+	if !ok {
+		return status
+	}
+	if state == "" {
+		fmt.Fprintln(stderr, "stategen checkpoint dump: -state NAME is required")
+		return exitUsage
+	}
+	c, err := openCheckpoint(ctx, path)
+	if err != nil {
+		return fail(stderr, "dump", err)
+	}
+	if operator == "" {
+		ops := c.Metadata().Operators
+		if len(ops) != 1 {
+			ids := make([]string, len(ops))
+			for i, op := range ops {
+				ids[i] = op.ID
+			}
+			fmt.Fprintf(stderr, "stategen checkpoint dump: the checkpoint has %d operators (%s): choose one with -operator\n", len(ops), strings.Join(ids, ", "))
+			return exitUsage
+		}
+		operator = ops[0].ID
+	}
+	if _, err := c.Dump(ctx, stdout, operator, state, nil); err != nil {
+		return fail(stderr, "dump", err)
+	}
+	return exitOK
+}
+
+func countFiles(m *checkpoint.Metadata) int {
+	n := 0
+	for _, op := range m.Operators {
+		n += len(op.Instances)
+	}
+	return n
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
