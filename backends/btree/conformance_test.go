@@ -1,0 +1,41 @@
+package btree_test
+
+import (
+	"testing"
+
+	"github.com/stategen/stategen/backends/btree"
+	"github.com/stategen/stategen/checkpoint/checkpointtest"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+func factory(opts btree.Options) storetest.Factory {
+	return func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		opts.StoreConfig = cfg
+		s, err := btree.New(opts)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return s
+	}
+}
+
+// TestConformance runs the shared conformance suite with the default
+// options.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, factory(btree.Options{}))
+}
+
+// TestConformanceDegree2VerifyKeys runs the suite on 2-3-4 trees, whose
+// nodes split and merge on nearly every write, so that copy-on-write of
+// nodes shared with snapshots is exercised everywhere, with every Key
+// verified against its bytes.
+func TestConformanceDegree2VerifyKeys(t *testing.T) {
+	storetest.Run(t, factory(btree.Options{Degree: 2, VerifyKeys: true}))
+}
+
+// TestConformanceThroughFiles runs the suite with every snapshot written
+// to checkpoint files and read back, rescaling included.
+func TestConformanceThroughFiles(t *testing.T) {
+	storetest.Run(t, factory(btree.Options{}), storetest.WithSnapshotCodec(checkpointtest.ThroughFiles))
+}

@@ -1,0 +1,184 @@
+package btree
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	srt "github.com/stategen/stategen/runtime"
+)
+
+// snapshot is the immutable view returned by Store.Snapshot: per state, a
+// Copy of each of its trees. The copies share their nodes with the live
+// trees, which copy a node before they change it (tidwall/btree's
+// copy-on-write, keyed by an isolation id per tree), and the store never
+// writes the bytes of an item a snapshot can see (see item.ep): nothing a
+// snapshot can reach is ever written again.
+type snapshot struct {
+	sh     *snapShared
+	maxP   int
+	groups srt.KeyGroupRange
+	layout layout
+	specs  []srt.StateSpec
+	// data is dropped by Release, so that the copies can be collected even
+	// if the snapshot itself is kept; a Scan running meanwhile on another
+	// goroutine keeps its own reference.
+	data atomic.Pointer[snapData]
+}
+
+type snapData struct {
+	states map[string]*stateView
+}
+
+// stateView is a state in a snapshot: its trees, indexed like state.trees,
+// nil where the state had no entry.
+type stateView struct {
+	spec  srt.StateSpec
+	trees []*tree
+}
+
+// snapShared is the part of a snapshot that its leak cleanup uses: it must
+// not reference the snapshot itself.
+type snapShared struct {
+	released atomic.Bool
+	live     *atomic.Int64
+	seq      uint64
+	onLeak   func(uint64)
+}
+
+var _ srt.Snapshot = (*snapshot)(nil)
+
+func newSnapshot(s *Store, d *snapData) *snapshot {
+	sh := &snapShared{live: s.live, seq: s.seq, onLeak: s.opts.OnLeakedSnapshot}
+	sn := &snapshot{
+		sh:     sh,
+		maxP:   s.cfg.MaxParallelism,
+		groups: s.cfg.KeyGroups,
+		layout: s.layout,
+		specs:  slices.Clone(s.specs),
+	}
+	sn.data.Store(d)
+	s.live.Add(1)
+	// A snapshot collected unreleased is counted as released, and
+	// reported.
+	runtime.AddCleanup(sn, func(sh *snapShared) {
+		if sh.released.CompareAndSwap(false, true) {
+			sh.live.Add(-1)
+			if sh.onLeak != nil {
+				sh.onLeak(sh.seq)
+			}
+		}
+	}, sh)
+	return sn
+}
+
+// MaxParallelism implements runtime.View.
+func (sn *snapshot) MaxParallelism() int { return sn.maxP }
+
+// KeyGroups implements runtime.View.
+func (sn *snapshot) KeyGroups() srt.KeyGroupRange { return sn.groups }
+
+// States implements runtime.View.
+func (sn *snapshot) States() []srt.StateSpec { return slices.Clone(sn.specs) }
+
+// Release implements runtime.Snapshot. It may be called from any
+// goroutine, also while another one scans: that Scan then stops with
+// runtime.ErrReleased.
+func (sn *snapshot) Release() error {
+	if !sn.sh.released.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: snapshot %d", srt.ErrReleased, sn.sh.seq)
+	}
+	sn.data.Store(nil)
+	sn.sh.live.Add(-1)
+	return nil
+}
+
+// Scan implements runtime.View. Entries come in item-key order: by key
+// (length, then bytes), namespace (likewise), then user key; a list's
+// elements are consecutive and in order. The slices of an Entry point into
+// the snapshot's items: they are read-only, and capped so that an append
+// copies.
+func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
+	d := sn.data.Load()
+	if d == nil || sn.sh.released.Load() {
+		return fmt.Errorf("%w: snapshot %d: cannot scan state %q", srt.ErrReleased, sn.sh.seq, name)
+	}
+	sv, ok := d.states[name]
+	if !ok {
+		return fmt.Errorf("btree: snapshot %d has no state %q", sn.sh.seq, name)
+	}
+	if !sn.groups.Contains(kg) {
+		return fmt.Errorf("%w: state %q: key group %d is not in the snapshot's key groups %v",
+			srt.ErrKeyGroupNotOwned, name, kg, sn.groups)
+	}
+	if fn == nil {
+		return fmt.Errorf("btree: snapshot %d: Scan of state %q with a nil callback", sn.sh.seq, name)
+	}
+	i := 0
+	if sn.layout == treePerGroup {
+		i = kg - sn.groups.Start
+	}
+	t := sv.trees[i]
+	if t == nil {
+		return nil
+	}
+	var p [groupLen]byte
+	appendGroup(p[:0], kg)
+	it := t.Iter()
+	defer it.Release()
+	var batch [batchLen]item
+	for ok := it.Seek(probe(p[:])); ok; {
+		n := 0
+		for ok && n < batchLen {
+			x := it.Item()
+			if x.kl < groupLen || int(x.p0>>48) != kg { // the key group's items end
+				ok = false
+				break
+			}
+			batch[n] = x
+			n++
+			ok = it.Next()
+		}
+		warm(batch[:n])
+		for _, x := range batch[:n] {
+			if sn.sh.released.Load() {
+				return fmt.Errorf("%w: snapshot %d released during a Scan of state %q", srt.ErrReleased, sn.sh.seq, name)
+			}
+			if err := emit(sv.spec, x, fn); err != nil {
+				if errors.Is(err, errBadItem) {
+					return fmt.Errorf("state %q, key group %d: %w", name, kg, err)
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emit calls fn with the entries of item x of a state of spec: one, or one
+// per element of a list. It returns fn's error as is.
+func emit(spec srt.StateSpec, x item, fn func(srt.Entry) error) error {
+	_, key, ns, uk, err := parseItemKey(x.key())
+	if err != nil {
+		return err
+	}
+	e := srt.Entry{Key: key, Namespace: ns}
+	switch spec.Kind {
+	case srt.KindList:
+		var ferr error
+		if lerr := eachElem(x.value(), func(elem []byte) bool {
+			e.Value = elem
+			ferr = fn(e)
+			return ferr == nil
+		}); lerr != nil {
+			return lerr
+		}
+		return ferr
+	case srt.KindMap, srt.KindSortedMap:
+		e.UserKey = uk
+	}
+	e.Value = x.value()
+	return fn(e)
+}

@@ -1,0 +1,381 @@
+package btree
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/stategen/stategen/runtime"
+	tb "github.com/tidwall/btree"
+)
+
+// state is one registered state: its trees (one per owned key group, or
+// one in all; see layout), made on the first write to them.
+type state struct {
+	s      *Store
+	spec   runtime.StateSpec
+	trees  []*tree
+	handle runtime.State
+}
+
+// Spec implements runtime.State.
+func (st *state) Spec() runtime.StateSpec { return st.spec }
+
+// index returns the index in trees of the tree of key group kg, which the
+// store owns.
+func (st *state) index(kg int) int {
+	if st.s.layout == treePerGroup {
+		return kg - st.s.cfg.KeyGroups.Start
+	}
+	return 0
+}
+
+// check starts an operation on k: it fails if the store is closed, if k's
+// key group is not owned or k does not describe its bytes (with
+// Options.VerifyKeys), or if a keyed state is addressed with a namespace
+// (when usesNS).
+func (st *state) check(k runtime.Key, usesNS bool) error {
+	s := st.s
+	if s.closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	if !s.cfg.KeyGroups.Contains(k.Group) {
+		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
+			runtime.ErrKeyGroupNotOwned, st.spec.Name, k.Group, s.cfg.KeyGroups)
+	}
+	if s.opts.VerifyKeys {
+		h := runtime.HashKey(k.Key)
+		if g := runtime.KeyGroupOfHash(h, s.cfg.MaxParallelism); h != k.Hash || g != k.Group {
+			return fmt.Errorf("%w: state %q: Key has group %d and hash %#x, but its key %x has group %d and hash %#x (build keys with runtime.MakeKey)",
+				runtime.ErrInvalidKey, st.spec.Name, k.Group, k.Hash, k.Key, g, h)
+		}
+	}
+	if usesNS && !st.spec.SubKeyed && len(k.Namespace) != 0 {
+		return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
+			runtime.ErrInvalidKey, st.spec.Name, k.Namespace)
+	}
+	if len(k.Key)+len(k.Namespace) > MaxKeyBytes {
+		return tooLarge(st, len(k.Key)+len(k.Namespace))
+	}
+	return nil
+}
+
+// MaxKeyBytes bounds the length of a key and namespace together, or of a
+// key, namespace and user key together: item keys are at most a few bytes
+// longer, and their length is kept in 32 bits. Longer ones are refused
+// with runtime.ErrInvalidKey.
+const MaxKeyBytes = 1<<31 - 64
+
+func tooLarge(st *state, n int) error {
+	return fmt.Errorf("%w: state %q: key, namespace and user key of %d bytes are longer than MaxKeyBytes",
+		runtime.ErrInvalidKey, st.spec.Name, n)
+}
+
+// rtree checks a read of k and returns k's tree, nil if it has none.
+func (st *state) rtree(k runtime.Key, usesNS bool) (*tree, error) {
+	if err := st.check(k, usesNS); err != nil {
+		return nil, err
+	}
+	return st.trees[st.index(k.Group)], nil
+}
+
+// wtree checks a write of k and returns k's tree, making it if needed.
+func (st *state) wtree(k runtime.Key, usesNS bool) (*tree, error) {
+	if err := st.check(k, usesNS); err != nil {
+		return nil, err
+	}
+	if st.s.iterating > 0 {
+		return nil, fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group)
+	}
+	return st.groupTree(k.Group), nil
+}
+
+// groupTree returns the tree of key group kg, making it if needed.
+func (st *state) groupTree(kg int) *tree {
+	i := st.index(kg)
+	t := st.trees[i]
+	if t == nil {
+		t = newTree(st.s.opts.Degree)
+		st.trees[i] = t
+	}
+	return t
+}
+
+// entryKey returns the item key of (k.Key, k.Namespace) in the store's
+// scratch buffer, valid until the next point operation.
+func (st *state) entryKey(k runtime.Key) []byte {
+	s := st.s
+	s.scratch = appendEntryKey(s.scratch[:0], k.Group, k.Key, k.Namespace)
+	return s.scratch
+}
+
+// mapKey returns the item key of user key uk of (k.Key, k.Namespace), like
+// entryKey.
+func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
+	s := st.s
+	s.scratch = append(appendEntryKey(s.scratch[:0], k.Group, k.Key, k.Namespace), uk...)
+	return s.scratch
+}
+
+var noReturn = &tb.DeleteRangeOptions{NoReturn: true}
+
+// deletePrefix removes every item of t whose item key starts with p.
+func deletePrefix(t *tree, p, scratch []byte) []byte {
+	end, ok := appendPrefixEnd(scratch[:0], p)
+	if !ok { // not reached: item-key prefixes start below 0xff
+		var del []item
+		t.Ascend(probe(p), func(it item) bool {
+			if !bytes.HasPrefix(it.key(), p) {
+				return false
+			}
+			del = append(del, it)
+			return true
+		})
+		for _, it := range del {
+			t.Delete(it)
+		}
+		return end
+	}
+	t.DeleteRange(probe(p), probe(end), noReturn)
+	return end
+}
+
+// Clear implements runtime.State.
+func (st *state) Clear(k runtime.Key) error {
+	t, err := st.wtree(k, true)
+	if err != nil {
+		return err
+	}
+	ik := st.entryKey(k)
+	if st.spec.Kind.HasUserKey() {
+		s := st.s
+		s.buf = deletePrefix(t, ik, s.takeBuf())
+		return nil
+	}
+	t.Delete(probe(ik))
+	return nil
+}
+
+// DeleteAll implements runtime.State.
+func (st *state) DeleteAll(k runtime.Key) error {
+	t, err := st.wtree(k, false)
+	if err != nil {
+		return err
+	}
+	s := st.s
+	s.scratch = appendKeyPrefix(s.scratch[:0], k.Group, k.Key)
+	s.buf = deletePrefix(t, s.scratch, s.takeBuf())
+	return nil
+}
+
+// Namespaces implements runtime.State. Namespaces come in item-key order:
+// by length, then bytewise.
+func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
+	t, err := st.rtree(k, false)
+	if err != nil || t == nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("btree: state %q: Namespaces with a nil callback", st.spec.Name)
+	}
+	s := st.s
+	buf := appendKeyPrefix(s.takeBuf(), k.Group, k.Key)
+	pl := len(buf)
+	buf, _ = appendPrefixEnd(buf, buf[:pl])
+	el := len(buf)
+	it := s.takeIter(t)
+	s.iterating++
+	defer func() {
+		s.iterating--
+		s.giveIter(it)
+		s.giveBuf(buf)
+	}()
+	skip := st.spec.Kind.HasUserKey()
+	for ok := it.Seek(probe(buf[:pl])); ok; {
+		ik := it.Item().key()
+		if bytes.Compare(ik, buf[pl:el]) >= 0 {
+			break
+		}
+		ns, rest, fok := readField(ik[pl:])
+		if !fok {
+			return fmt.Errorf("state %q: %w", st.spec.Name, errBadItem)
+		}
+		if !fn(ns) {
+			break
+		}
+		if !skip {
+			ok = it.Next()
+			continue
+		}
+		// Skip the other entries of this namespace's map: seek past every
+		// item key that starts with (key, namespace).
+		nsEnd := len(ik) - len(rest)
+		var more bool
+		buf, more = appendPrefixEnd(buf[:el], ik[:nsEnd])
+		if !more {
+			break
+		}
+		ok = it.Seek(probe(buf[el:]))
+	}
+	return nil
+}
+
+// batchLen is the number of items an iteration reads ahead.
+const batchLen = 8
+
+// warm reads the first and last byte of every item's memory. An item's
+// bytes live in an allocation of their own, away from the tree node that
+// holds the item, so an iteration would take a cache miss per item, one at
+// a time; reading a batch's bytes in one loop of independent loads lets
+// the processor overlap the misses. The result only keeps the loads from
+// being optimized away.
+//
+//go:noinline
+func warm(items []item) (x byte) {
+	for i := range items {
+		if b := items[i].b; len(b) > 0 {
+			x += b[0] ^ b[len(b)-1]
+		}
+	}
+	return x
+}
+
+// each calls fn with the items of t whose item keys k satisfy lo <= k < hi
+// (hi nil: no upper bound), ascending, or descending if reverse, until fn
+// returns false. Writes are refused while it runs.
+func (s *Store) each(t *tree, lo, hi []byte, reverse bool, fn func(item) bool) {
+	it := s.takeIter(t)
+	s.iterating++
+	defer func() {
+		s.iterating--
+		s.giveIter(it)
+	}()
+	var ok bool
+	switch {
+	case !reverse:
+		ok = it.Seek(probe(lo))
+	case hi == nil:
+		ok = it.Last()
+	case it.Seek(probe(hi)):
+		ok = it.Prev()
+	default: // every item is below hi
+		ok = it.Last()
+	}
+	// The bound is checked as the batch fills, on the items' inline
+	// prefixes where they decide, so that no item past it is warmed.
+	var bound item
+	if reverse {
+		bound = probe(lo)
+	} else if hi != nil {
+		bound = probe(hi)
+	}
+	var batch [batchLen]item
+	for ok {
+		n := 0
+		for ok && n < batchLen {
+			x := it.Item()
+			if reverse && lessItem(x, bound) || !reverse && hi != nil && !lessItem(x, bound) {
+				ok = false
+				break
+			}
+			batch[n] = x
+			n++
+			if reverse {
+				ok = it.Prev()
+			} else {
+				ok = it.Next()
+			}
+		}
+		warm(batch[:n])
+		for _, x := range batch[:n] {
+			if !fn(x) {
+				return
+			}
+		}
+	}
+}
+
+// hasGroup reports whether the state holds an entry in key group kg.
+func (st *state) hasGroup(kg int) bool {
+	t := st.trees[st.index(kg)]
+	if t == nil || t.Len() == 0 {
+		return false
+	}
+	if st.s.layout == treePerGroup {
+		return true
+	}
+	var p [groupLen]byte
+	appendGroup(p[:0], kg)
+	it := t.Iter()
+	defer it.Release()
+	return it.Seek(probe(p[:])) && bytes.HasPrefix(it.Item().key(), p[:])
+}
+
+// errDuplicate reports a restored entry that repeats an earlier one.
+var errDuplicate = errors.New("duplicate entry")
+
+// load restores the entries of key group kg of src, which the state does
+// not hold yet. The elements of a list are gathered into one item.
+func (st *state) load(src runtime.View, kg int) error {
+	s := st.s
+	spec := st.spec
+	var (
+		t      *tree
+		list   []byte // the list being gathered: item key, then elements
+		listKL int
+	)
+	flush := func() error {
+		if list == nil {
+			return nil
+		}
+		_, dup := t.Load(makeItem(list, listKL, s.epoch))
+		list = nil
+		if dup {
+			return fmt.Errorf("%w: the elements of a list are not consecutive", runtime.ErrCorrupt)
+		}
+		return nil
+	}
+	err := src.Scan(spec.Name, kg, func(e runtime.Entry) error {
+		if g := runtime.KeyGroupOfHash(runtime.HashKey(e.Key), s.cfg.MaxParallelism); g != kg {
+			return fmt.Errorf("%w: entry of key %x, which belongs to key group %d", runtime.ErrCorrupt, e.Key, g)
+		}
+		if !spec.SubKeyed && len(e.Namespace) != 0 {
+			return fmt.Errorf("%w: entry of key %x has namespace %x in a keyed state", runtime.ErrCorrupt, e.Key, e.Namespace)
+		}
+		if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
+			return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
+		}
+		if len(e.Key)+len(e.Namespace)+len(e.UserKey) > MaxKeyBytes {
+			return fmt.Errorf("%w: entry of %d key bytes is longer than MaxKeyBytes", runtime.ErrCorrupt, len(e.Key)+len(e.Namespace)+len(e.UserKey))
+		}
+		if t == nil {
+			t = st.groupTree(kg)
+		}
+		s.scratch = appendEntryKey(s.scratch[:0], kg, e.Key, e.Namespace)
+		switch spec.Kind {
+		case runtime.KindList:
+			if list != nil && bytes.Equal(list[:listKL], s.scratch) {
+				list = appendField(list, e.Value)
+				return nil
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+			listKL = len(s.scratch)
+			list = appendField(append(make([]byte, 0, listKL+elemLen(len(e.Value))), s.scratch...), e.Value)
+			return nil
+		case runtime.KindValue:
+		default:
+			s.scratch = append(s.scratch, e.UserKey...)
+		}
+		if _, dup := t.Load(s.newItem(s.scratch, e.Value)); dup {
+			return fmt.Errorf("%w: %w: key %x, namespace %x, user key %x",
+				runtime.ErrCorrupt, errDuplicate, e.Key, e.Namespace, e.UserKey)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}

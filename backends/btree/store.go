@@ -1,0 +1,291 @@
+package btree
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// ErrWriteDuringIteration reports a write (or a Restore) made from inside
+// an iteration callback — List Get, Map Iterate, SortedMap Range,
+// Namespaces — which the Store contract forbids. The write is refused and
+// the store is unchanged.
+var ErrWriteDuringIteration = errors.New("btree: write from inside an iteration callback")
+
+// layout says how a state's entries are spread over trees.
+type layout uint8
+
+const (
+	// treePerGroup keeps one tree per state and owned key group.
+	treePerGroup layout = iota
+	// treePerState keeps one tree per state; the key-group prefix of the
+	// item keys separates the key groups.
+	treePerState
+)
+
+// defaultLayout is the layout New uses; the package doc explains the
+// measurement behind it (BenchmarkLayout in layout_test.go reproduces it).
+const defaultLayout = treePerGroup
+
+// Store is the sorted in-memory backend: a runtime.Store that keeps each
+// state in B-trees of tidwall/btree, ordered by item key (see the package
+// doc), and takes snapshots with their O(1) copy-on-write Copy. Like every
+// Store it is used by one goroutine, the operator's; its snapshots may be
+// read and released on others.
+type Store struct {
+	cfg    runtime.StoreConfig
+	opts   Options
+	layout layout
+	states map[string]*state
+	specs  []runtime.StateSpec // of states, sorted by name
+	closed bool
+	// iterating counts the iterations running now: their callbacks must
+	// not write.
+	iterating int
+	// epoch is the number of snapshots taken, saturated at MaxUint32;
+	// frozen records the saturation, after which nothing is written in
+	// place any more (see item.ep).
+	epoch  uint32
+	frozen bool
+	// seq numbers snapshots for messages and OnLeakedSnapshot.
+	seq uint64
+	// live counts the snapshots not yet released. It is shared with the
+	// snapshots, which decrement it from any goroutine.
+	live *atomic.Int64
+	// scratch holds the item key of the current point operation.
+	scratch []byte
+	// buf and iter are a spare buffer and a spare iterator for iterations.
+	// An iteration takes them (leaving nil) and gives them back, so that a
+	// read made from inside its callback gets its own.
+	buf  []byte
+	iter *iterator
+}
+
+var _ runtime.Store = (*Store)(nil)
+
+// New returns an empty store configured by opts.
+func New(opts Options) (*Store, error) {
+	return newStore(opts, defaultLayout)
+}
+
+func newStore(opts Options, l layout) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		cfg:    o.StoreConfig,
+		opts:   o,
+		layout: l,
+		states: make(map[string]*state),
+		live:   new(atomic.Int64),
+	}, nil
+}
+
+// Config implements runtime.Store.
+func (s *Store) Config() runtime.StoreConfig { return s.cfg }
+
+// LiveSnapshots returns the number of snapshots taken and not yet released.
+// A count that only grows is a leaked snapshot: each keeps the tree nodes
+// it shares alive, and makes the live trees copy them on the next write
+// (see also Options.OnLeakedSnapshot). It may be called from any goroutine.
+func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
+
+// Register implements runtime.Store.
+func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
+	if s.closed {
+		return nil, fmt.Errorf("%w: cannot register state %q", runtime.ErrClosed, spec.Name)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if st, ok := s.states[spec.Name]; ok {
+		if err := runtime.CheckSame(st.spec, spec); err != nil {
+			return nil, err
+		}
+		return st.handle, nil
+	}
+	return s.create(spec).handle, nil
+}
+
+// create registers a new, empty state; spec is valid and its name is new.
+func (s *Store) create(spec runtime.StateSpec) *state {
+	n := 1
+	if s.layout == treePerGroup {
+		n = s.cfg.KeyGroups.Len()
+	}
+	st := &state{s: s, spec: spec, trees: make([]*tree, n)}
+	switch spec.Kind {
+	case runtime.KindValue:
+		st.handle = valueState{st}
+	case runtime.KindList:
+		st.handle = listState{st}
+	case runtime.KindMap:
+		st.handle = mapState{st}
+	default:
+		st.handle = sortedMapState{mapState{st}}
+	}
+	s.states[spec.Name] = st
+	i, _ := slices.BinarySearchFunc(s.specs, spec.Name, func(a runtime.StateSpec, name string) int {
+		return cmp.Compare(a.Name, name)
+	})
+	s.specs = slices.Insert(s.specs, i, spec)
+	return st
+}
+
+// States implements runtime.Store.
+func (s *Store) States() []runtime.StateSpec { return slices.Clone(s.specs) }
+
+// Snapshot implements runtime.Store. It copies every non-empty tree with
+// tidwall/btree's Copy, which allocates one tree header and shares every
+// node (O(1) per tree, so O(states × key groups) in all), and starts a new
+// epoch so that values written before it are never again written in
+// place. It visits no entry.
+func (s *Store) Snapshot() (runtime.Snapshot, error) {
+	if s.closed {
+		return nil, fmt.Errorf("%w: cannot take a snapshot", runtime.ErrClosed)
+	}
+	s.seq++
+	if s.epoch == math.MaxUint32 {
+		s.frozen = true
+	} else {
+		s.epoch++
+	}
+	d := &snapData{states: make(map[string]*stateView, len(s.states))}
+	for name, st := range s.states {
+		sv := &stateView{spec: st.spec, trees: make([]*tree, len(st.trees))}
+		for i, t := range st.trees {
+			if t != nil && t.Len() > 0 {
+				sv.trees[i] = t.Copy()
+			}
+		}
+		d.states[name] = sv
+	}
+	return newSnapshot(s, d), nil
+}
+
+// Restore implements runtime.Store. It checks every state and key group
+// before it loads anything: a key group that already holds entries of a
+// restored state fails with runtime.ErrRestoreConflict (the store never
+// merges or replaces). Entries are checked as they are loaded: one in the
+// wrong key group, a namespace on a keyed state, a user key on a value or
+// list, a repeated entry or a list whose elements are not consecutive
+// fail with runtime.ErrCorrupt.
+func (s *Store) Restore(src runtime.View) error {
+	if s.closed {
+		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
+	}
+	if s.iterating > 0 {
+		return fmt.Errorf("%w: Restore", ErrWriteDuringIteration)
+	}
+	if src == nil {
+		return errors.New("btree: restore: nil View")
+	}
+	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
+		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
+			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
+	}
+	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
+		return fmt.Errorf("btree: restore: the view's key groups: %w", err)
+	}
+	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
+	specs := src.States()
+	seen := make(map[string]bool, len(specs))
+	for _, spec := range specs {
+		if err := spec.Validate(); err != nil {
+			return fmt.Errorf("btree: restore: %w", err)
+		}
+		if seen[spec.Name] {
+			return fmt.Errorf("%w: btree: restore: the view lists state %q twice", runtime.ErrCorrupt, spec.Name)
+		}
+		seen[spec.Name] = true
+		st, ok := s.states[spec.Name]
+		if !ok {
+			continue
+		}
+		if err := runtime.CheckSame(st.spec, spec); err != nil {
+			return fmt.Errorf("btree: restore: %w", err)
+		}
+		for kg := range groups.All() {
+			if st.hasGroup(kg) {
+				return fmt.Errorf("%w: state %q already has entries in key group %d",
+					runtime.ErrRestoreConflict, spec.Name, kg)
+			}
+		}
+	}
+	for _, spec := range specs {
+		st, ok := s.states[spec.Name]
+		if !ok {
+			st = s.create(spec)
+		}
+		for kg := range groups.All() {
+			if err := st.load(src, kg); err != nil {
+				return fmt.Errorf("btree: restore: state %q, key group %d: %w", spec.Name, kg, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Close implements runtime.Store. It drops the live trees; snapshots hold
+// their own copies and stay readable until released.
+func (s *Store) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, st := range s.states {
+		clear(st.trees)
+	}
+	s.scratch, s.buf, s.iter = nil, nil, nil
+	return nil
+}
+
+// mutable reports whether it may be written in place: no snapshot can see
+// its bytes (see item.ep).
+func (s *Store) mutable(it item) bool { return it.ep == s.epoch && !s.frozen }
+
+// newItem returns an item of item key ik and value v, in new memory of the
+// current epoch.
+func (s *Store) newItem(ik, v []byte) item {
+	b := make([]byte, len(ik)+len(v))
+	copy(b, ik)
+	copy(b[len(ik):], v)
+	return makeItem(b, len(ik), s.epoch)
+}
+
+// takeIter returns an iterator over t, to be given back with giveIter.
+func (s *Store) takeIter(t *tree) *iterator {
+	it := s.iter
+	s.iter = nil
+	if it == nil {
+		it = new(iterator)
+	}
+	it.Init(t, false)
+	return it
+}
+
+func (s *Store) giveIter(it *iterator) {
+	it.Release()
+	if !s.closed {
+		s.iter = it
+	}
+}
+
+// takeBuf returns an empty scratch buffer, to be given back with giveBuf.
+func (s *Store) takeBuf() []byte {
+	b := s.buf
+	s.buf = nil
+	return b[:0]
+}
+
+func (s *Store) giveBuf(b []byte) {
+	if !s.closed {
+		s.buf = b
+	}
+}
