@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
@@ -46,6 +47,9 @@ type suiteBackend struct {
 // Adding a backend is one line here.
 var suiteBackends = []suiteBackend{
 	{"cow", func(cfg runtime.StoreConfig) (runtime.Store, error) { return cow.New(cow.Options{StoreConfig: cfg}) }},
+	{"btree", func(cfg runtime.StoreConfig) (runtime.Store, error) {
+		return btree.New(btree.Options{StoreConfig: cfg})
+	}},
 	{"model", func(cfg runtime.StoreConfig) (runtime.Store, error) { return storetest.NewModel(cfg) }},
 }
 

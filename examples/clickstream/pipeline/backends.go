@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/runtime"
 )
@@ -19,6 +20,9 @@ type NewStore func(cfg runtime.StoreConfig, dir string) (runtime.Store, error)
 var backends = map[string]NewStore{
 	"cow": func(cfg runtime.StoreConfig, _ string) (runtime.Store, error) {
 		return cow.New(cow.Options{StoreConfig: cfg})
+	},
+	"btree": func(cfg runtime.StoreConfig, _ string) (runtime.Store, error) {
+		return btree.New(btree.Options{StoreConfig: cfg})
 	},
 }
 
