@@ -1,0 +1,474 @@
+package pebble_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/stategen/stategen/backends/pebble"
+	"github.com/stategen/stategen/runtime"
+)
+
+// Bad input: a working directory that is not empty, corrupted, held by
+// another store, or on a full disk. Every error names the directory, and
+// the store is either not opened (nothing left open, nothing of the
+// caller's deleted) or usable.
+
+const testMaxP = 128
+
+var valueSpec = runtime.StateSpec{Name: "v", Kind: runtime.KindValue, Fingerprint: "fp"}
+
+func key(i int) runtime.Key {
+	return runtime.MakeKey(binary.BigEndian.AppendUint32(nil, uint32(i)), nil, testMaxP)
+}
+
+func mustNew(t *testing.T, o pebble.Options) *pebble.Store {
+	t.Helper()
+	s, err := pebble.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func valueState(t *testing.T, s *pebble.Store) runtime.ValueState {
+	t.Helper()
+	st, err := s.Register(valueSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.(runtime.ValueState)
+}
+
+func put(t *testing.T, vs runtime.ValueState, i int, v string) {
+	t.Helper()
+	if err := vs.Put(key(i), []byte(v)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, vs runtime.ValueState, i int) (string, bool) {
+	t.Helper()
+	v, ok, err := vs.Get(key(i))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v), ok
+}
+
+// wantErr fails unless err wraps every target and mentions every string.
+func wantErr(t *testing.T, what string, err error, targets []error, mentions ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error", what)
+	}
+	t.Logf("%s: %v", what, err)
+	for _, target := range targets {
+		if !errors.Is(err, target) {
+			t.Fatalf("%s: error %q does not wrap %q", what, err, target)
+		}
+	}
+	for _, m := range mentions {
+		if !strings.Contains(err.Error(), m) {
+			t.Fatalf("%s: error %q does not mention %q", what, err, m)
+		}
+	}
+}
+
+// writeClosed makes a store in dir of fs, writes entries 0..n-1 and closes
+// it cleanly.
+func writeClosed(t *testing.T, fs vfs.FS, dir string, n int) {
+	t.Helper()
+	s, err := pebble.New(pebble.Options{FS: fs, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := valueState(t, s)
+	for i := range n {
+		put(t, vs, i, fmt.Sprint("v", i))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewRefusesNonEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pebble.New(pebble.Options{Dir: dir})
+	wantErr(t, "New on a directory holding a file", err, []error{pebble.ErrDirNotEmpty}, dir, "precious.txt")
+	if b, err := os.ReadFile(filepath.Join(dir, "precious.txt")); err != nil || string(b) != "keep me" {
+		t.Fatalf("the caller's file after a refused New: %q, %v", b, err)
+	}
+	// A store's own closed directory is refused too, by default.
+	mem := vfs.NewMem()
+	writeClosed(t, mem, "d", 3)
+	_, err = pebble.New(pebble.Options{FS: mem, Dir: "d"})
+	wantErr(t, "New on a closed store's directory without ReuseExisting", err, []error{pebble.ErrDirNotEmpty}, `"d"`)
+}
+
+func TestCorruptedDir(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(t *testing.T, dir string)
+	}{
+		{"manifest marker names a missing MANIFEST", func(t *testing.T, dir string) {
+			remove(t, dir, "", "marker.manifest.")
+			if err := os.WriteFile(filepath.Join(dir, "marker.manifest.000009.MANIFEST-000099"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"garbage CURRENT", func(t *testing.T, dir string) {
+			// Pebble v2 names the current MANIFEST with a marker file; a
+			// CURRENT file (of older formats) is read when there is none.
+			remove(t, dir, "", "marker.manifest.")
+			if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("\x00garbage\xff\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"garbage MANIFEST", func(t *testing.T, dir string) {
+			overwrite(t, dir, "MANIFEST-", strings.Repeat("\xde\xad\xbe\xef", 64))
+		}},
+		{"truncated MANIFEST", func(t *testing.T, dir string) {
+			overwrite(t, dir, "MANIFEST-", "\x01")
+		}},
+		{"garbage OPTIONS", func(t *testing.T, dir string) {
+			overwrite(t, dir, "OPTIONS-", "[Options]\n  merger=someone.else\n")
+		}},
+		{"missing table", func(t *testing.T, dir string) {
+			remove(t, dir, ".sst", "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			writeClosed(t, vfs.Default, dir, 100)
+			tc.corrupt(t, dir)
+			before := listDir(t, dir)
+			s, err := pebble.New(pebble.Options{Dir: dir, Existing: pebble.ReuseExisting})
+			if err == nil {
+				// Some damage only shows when the data is read: then the
+				// read fails, naming the directory and never panicking.
+				defer s.Close()
+				vs := valueState(t, s)
+				_, _, err = vs.Get(key(1))
+				wantErr(t, "Get from a damaged directory", err, nil, "v")
+				return
+			}
+			wantErr(t, "New on a damaged directory", err, nil, dir)
+			if after := listDir(t, dir); after != before {
+				t.Fatalf("a failed New changed the directory:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+// overwrite replaces the content of the first file of dir whose name
+// starts with prefix.
+func overwrite(t *testing.T, dir, prefix, content string) {
+	t.Helper()
+	for _, e := range mustReadDir(t, dir) {
+		if strings.HasPrefix(e, prefix) {
+			if err := os.WriteFile(filepath.Join(dir, e), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no file %s* in %s: %v", prefix, dir, mustReadDir(t, dir))
+}
+
+// remove removes every file of dir whose name ends with suffix and starts
+// with prefix.
+func remove(t *testing.T, dir, suffix, prefix string) {
+	t.Helper()
+	n := 0
+	for _, e := range mustReadDir(t, dir) {
+		if strings.HasSuffix(e, suffix) && strings.HasPrefix(e, prefix) {
+			if err := os.Remove(filepath.Join(dir, e)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no file *%s in %s: %v", suffix, dir, mustReadDir(t, dir))
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func listDir(t *testing.T, dir string) string {
+	return strings.Join(mustReadDir(t, dir), " ")
+}
+
+func TestNotAStoreDir(t *testing.T) {
+	// A Pebble database with the store's options but not written by a
+	// store: refused, and left alone.
+	dir := filepath.Join(t.TempDir(), "raw")
+	po, err := pebble.Options{}.PebbleOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebbledb.Open(dir, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("someone else's key"), []byte("value"), pebbledb.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil { // no write-ahead log: flush, or the key is lost
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pebble.New(pebble.Options{Dir: dir, Existing: pebble.ReuseExisting})
+	wantErr(t, "New on a foreign Pebble database", err, []error{pebble.ErrNotStoreDir}, dir)
+
+	// A store's directory with another maxParallelism.
+	mem := vfs.NewMem()
+	writeClosed(t, mem, "d", 3)
+	_, err = pebble.New(pebble.Options{FS: mem, Dir: "d", Existing: pebble.ReuseExisting, StoreConfig: runtime.StoreConfig{MaxParallelism: 64}})
+	wantErr(t, "New with another maxParallelism", err, []error{pebble.ErrNotStoreDir, runtime.ErrMaxParallelismMismatch}, `"d"`, "128", "64")
+	// The directory is intact: the right configuration opens it.
+	s := mustNew(t, pebble.Options{FS: mem, Dir: "d", Existing: pebble.ReuseExisting})
+	if v, ok := get(t, valueState(t, s), 2); !ok || v != "v2" {
+		t.Fatalf("after a refused New, the store reads (%q, %v), want (v2, true)", v, ok)
+	}
+}
+
+func TestDirHeldByAnotherStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	a := mustNew(t, pebble.Options{Dir: dir})
+	va := valueState(t, a)
+	put(t, va, 1, "a")
+
+	// Pebble's LOCK refuses a second store on the directory.
+	_, err := pebble.New(pebble.Options{Dir: dir, Existing: pebble.ReuseExisting})
+	wantErr(t, "New on a directory held by an open store", err, nil, dir, "lock")
+	// With the default policy, the directory is simply not empty.
+	_, err = pebble.New(pebble.Options{Dir: dir})
+	wantErr(t, "New (default policy) on a directory held by an open store", err, []error{pebble.ErrDirNotEmpty}, dir)
+
+	// The first store is unharmed, and once it is closed the directory
+	// opens again.
+	put(t, va, 2, "b")
+	if v, ok := get(t, va, 1); !ok || v != "a" {
+		t.Fatalf("the first store reads (%q, %v) after a refused New", v, ok)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := mustNew(t, pebble.Options{Dir: dir, Existing: pebble.ReuseExisting})
+	if v, ok := get(t, valueState(t, b), 2); !ok || v != "b" {
+		t.Fatalf("reopened store reads (%q, %v), want (b, true)", v, ok)
+	}
+}
+
+func TestReuseAfterCrashRefused(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := mustNew(t, pebble.Options{FS: fs, Dir: "d"})
+	vs := valueState(t, s)
+	for i := range 100 {
+		put(t, vs, i, "x")
+	}
+	// The machine crashes: only what was synced survives.
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	_, err := pebble.New(pebble.Options{FS: crashed, Dir: "d", Existing: pebble.ReuseExisting})
+	wantErr(t, "New on a crashed store's directory", err, []error{pebble.ErrUncleanDir}, `"d"`)
+	// The refused directory is left as it was, still unclean.
+	_, err = pebble.New(pebble.Options{FS: crashed, Dir: "d", Existing: pebble.ReuseExisting})
+	wantErr(t, "a second New on a crashed store's directory", err, []error{pebble.ErrUncleanDir}, `"d"`)
+}
+
+// fullDisk is a file system whose writes fail with ENOSPC while full is
+// on.
+type fullDisk struct {
+	*errorfs.FS
+	full *errorfs.Toggle
+}
+
+func newFullDisk() fullDisk {
+	tog := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFilePreallocate,
+			errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpLink, errorfs.OpRename:
+			return syscall.ENOSPC
+		}
+		return nil
+	})}
+	return fullDisk{FS: errorfs.Wrap(vfs.NewMem(), tog), full: tog}
+}
+
+// fill writes 1 KiB values from entry from on until a Put fails or limit
+// entries are written, and returns the number written and the error.
+func fill(vs runtime.ValueState, from, limit int) (int, error) {
+	v := make([]byte, 1<<10)
+	for i := from; i < from+limit; i++ {
+		binary.LittleEndian.PutUint64(v, uint64(i))
+		if err := vs.Put(key(i), v); err != nil {
+			return i - from, err
+		}
+	}
+	return limit, nil
+}
+
+func TestFullDiskDuringWrites(t *testing.T) {
+	disk := newFullDisk()
+	s := mustNew(t, pebble.Options{FS: disk, Dir: "d", MemTableSize: 1 << 20})
+	vs := valueState(t, s)
+	n, err := fill(vs, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk.full.On()
+	// Writes go on into memory until a flush fails; from then on they
+	// are refused with an error naming the directory and the cause,
+	// rather than stalling forever behind a flush that cannot succeed.
+	deadline := time.Now().Add(30 * time.Second)
+	for err == nil && time.Now().Before(deadline) {
+		var m int
+		m, err = fill(vs, n, 256)
+		n += m
+		if err == nil {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	wantErr(t, "Put on a full disk", err, []error{pebble.ErrFailed, syscall.ENOSPC}, `"d"`)
+	if _, err := fill(vs, n, 1); !errors.Is(err, pebble.ErrFailed) {
+		t.Fatalf("a second Put on a full disk: %v", err)
+	}
+	// Reads and snapshots still work, and see every acknowledged write.
+	checkFilled(t, vs, n)
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Space comes back: the retried flush succeeds and writes resume.
+	disk.full.Off()
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		m, err := fill(vs, n, 1)
+		n += m
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still fail 30s after the disk has room again: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkFilled(t, vs, n)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after the disk recovered: %v", err)
+	}
+}
+
+func checkFilled(t *testing.T, vs runtime.ValueState, n int) {
+	t.Helper()
+	for _, i := range []int{0, n / 2, n - 1} {
+		v, ok, err := vs.Get(key(i))
+		if err != nil || !ok || binary.LittleEndian.Uint64(v) != uint64(i) {
+			t.Fatalf("entry %d of %d acknowledged: Get = (%x..., %v, %v)", i, n, v[:min(8, len(v))], ok, err)
+		}
+	}
+}
+
+func TestCloseOnFullDisk(t *testing.T) {
+	disk := newFullDisk()
+	s, err := pebble.New(pebble.Options{FS: disk, Dir: "d", MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := valueState(t, s)
+	if _, err := fill(vs, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	disk.full.On()
+	// Close must flush the memtable to keep the directory: it cannot, and
+	// says so, without hanging; the store is closed.
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Close on a full disk hangs")
+	}
+	wantErr(t, "Close on a full disk", err, nil, `"d"`, "no space left")
+	if _, err := s.Snapshot(); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Snapshot after a failed Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	// The directory was not closed cleanly: it is not reused.
+	disk.full.Off()
+	_, err = pebble.New(pebble.Options{FS: disk, Dir: "d", Existing: pebble.ReuseExisting})
+	wantErr(t, "New on a directory whose Close failed", err, []error{pebble.ErrUncleanDir}, `"d"`)
+}
+
+func TestFullDiskWithWAL(t *testing.T) {
+	disk := newFullDisk()
+	s, err := pebble.New(pebble.Options{FS: disk, Dir: "d", Sync: pebble.SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := valueState(t, s)
+	put(t, vs, 1, "before")
+	disk.full.On()
+	// A write whose log record cannot be written is fatal to Pebble: the
+	// store reports it and stays failed.
+	err = vs.Put(key(2), []byte("x"))
+	wantErr(t, "Put with a write-ahead log on a full disk", err, []error{pebble.ErrFailed}, `"d"`)
+	disk.full.Off()
+	err = vs.Put(key(3), []byte("x"))
+	wantErr(t, "Put after a fatal error", err, []error{pebble.ErrFailed}, `"d"`)
+	if v, ok := get(t, vs, 1); !ok || v != "before" {
+		t.Fatalf("Get after a fatal error: (%q, %v)", v, ok)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Close after a fatal error hangs")
+	}
+}
+
+func TestNewOnFullDisk(t *testing.T) {
+	disk := newFullDisk()
+	disk.full.On()
+	_, err := pebble.New(pebble.Options{FS: disk, Dir: "d"})
+	wantErr(t, "New on a full disk", err, []error{syscall.ENOSPC}, `"d"`)
+	disk.full.Off()
+	// Nothing was left open or half-made: the directory opens now.
+	s := mustNew(t, pebble.Options{FS: disk, Dir: "d", Existing: pebble.ReuseExisting})
+	put(t, valueState(t, s), 1, "x")
+}

@@ -1,0 +1,414 @@
+package pebble
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/stategen/stategen/runtime"
+)
+
+// state is one registered state: its spec and the compact id that its keys
+// carry after the key group.
+type state struct {
+	s      *Store
+	spec   runtime.StateSpec
+	id     uint64
+	handle runtime.State
+}
+
+// Spec implements runtime.State.
+func (st *state) Spec() runtime.StateSpec { return st.spec }
+
+// check starts an operation on k: it fails if the store is closed, if k's
+// key group is not owned, or if a keyed state is addressed with a namespace
+// (when usesNS).
+func (st *state) check(k runtime.Key, usesNS bool) error {
+	s := st.s
+	if s.closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	if !s.cfg.KeyGroups.Contains(k.Group) {
+		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
+			runtime.ErrKeyGroupNotOwned, st.spec.Name, k.Group, s.cfg.KeyGroups)
+	}
+	if usesNS && !st.spec.SubKeyed && len(k.Namespace) != 0 {
+		return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
+			runtime.ErrInvalidKey, st.spec.Name, k.Namespace)
+	}
+	return nil
+}
+
+// checkWrite is check for a write, which an iteration callback may not
+// make.
+func (st *state) checkWrite(k runtime.Key, usesNS bool) error {
+	if err := st.check(k, usesNS); err != nil {
+		return err
+	}
+	if st.s.iterating > 0 {
+		return fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group)
+	}
+	return nil
+}
+
+// wrap adds the state and key group to an error of Pebble.
+func (st *state) wrap(k runtime.Key, err error) error {
+	return fmt.Errorf("pebble: state %q, key group %d: %w", st.spec.Name, k.Group, err)
+}
+
+// entryKey returns the key of (k.Key, k.Namespace) in the store's key
+// buffer, valid until the next point operation.
+func (st *state) entryKey(k runtime.Key) []byte {
+	s := st.s
+	s.kbuf = appendEntryKey(s.kbuf[:0], k.Group, st.id, k.Key, k.Namespace)
+	return s.kbuf
+}
+
+// mapKey returns the key of user key uk of (k.Key, k.Namespace), like
+// entryKey.
+func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
+	s := st.s
+	s.kbuf = append(appendEntryKey(s.kbuf[:0], k.Group, st.id, k.Key, k.Namespace), uk...)
+	return s.kbuf
+}
+
+// get reads the value of key into the store's value buffer: the result is
+// valid until the next Get, and Pebble's own buffer is released at once.
+func (st *state) get(k runtime.Key, key []byte) ([]byte, bool, error) {
+	s := st.s
+	v, closer, err := s.db.Get(key)
+	if err != nil {
+		if errors.Is(err, pebbledb.ErrNotFound) {
+			return nil, false, nil
+		}
+		return nil, false, st.wrap(k, err)
+	}
+	if s.vbuf == nil {
+		s.vbuf = make([]byte, 0, 64)
+	}
+	s.vbuf = append(s.vbuf[:0], v...)
+	if err := closer.Close(); err != nil {
+		return nil, false, st.wrap(k, err)
+	}
+	return s.vbuf[:len(s.vbuf):len(s.vbuf)], true, nil
+}
+
+// set, merge, del and delRange write through Store.write.
+func (st *state) set(k runtime.Key, key, value []byte) error {
+	s := st.s
+	if err := s.write(func() error { return s.db.Set(key, value, s.wo) }); err != nil {
+		return st.wrap(k, err)
+	}
+	return nil
+}
+
+func (st *state) merge(k runtime.Key, key, value []byte) error {
+	s := st.s
+	if err := s.write(func() error { return s.db.Merge(key, value, s.wo) }); err != nil {
+		return st.wrap(k, err)
+	}
+	return nil
+}
+
+func (st *state) del(k runtime.Key, key []byte) error {
+	s := st.s
+	if err := s.write(func() error { return s.db.Delete(key, s.wo) }); err != nil {
+		return st.wrap(k, err)
+	}
+	return nil
+}
+
+// delPrefix deletes every key with prefix p, with one range deletion.
+func (st *state) delPrefix(k runtime.Key, p []byte) error {
+	s := st.s
+	buf := s.takeBuf()
+	buf = append(buf, p...)
+	buf, _ = appendPrefixEnd(buf, buf) // never false: p starts with a key group
+	err := s.write(func() error { return s.db.DeleteRange(buf[:len(p)], buf[len(p):], s.wo) })
+	s.giveBuf(buf)
+	if err != nil {
+		return st.wrap(k, err)
+	}
+	return nil
+}
+
+// Clear implements runtime.State: a value or list is one key, a map one
+// span deleted with a range deletion.
+func (st *state) Clear(k runtime.Key) error {
+	if err := st.checkWrite(k, true); err != nil {
+		return err
+	}
+	key := st.entryKey(k)
+	if st.spec.Kind.HasUserKey() {
+		return st.delPrefix(k, key)
+	}
+	return st.del(k, key)
+}
+
+// DeleteAll implements runtime.State, with one range deletion: the key's
+// namespaces are one span.
+func (st *state) DeleteAll(k runtime.Key) error {
+	if err := st.checkWrite(k, false); err != nil {
+		return err
+	}
+	s := st.s
+	s.kbuf = appendKeyPrefix(s.kbuf[:0], k.Group, st.id, k.Key)
+	return st.delPrefix(k, s.kbuf)
+}
+
+// iter opens an iterator over [lo, hi), counted as an iteration so that
+// its callback cannot write.
+func (st *state) iter(k runtime.Key, lo, hi []byte) (*pebbledb.Iterator, error) {
+	it, err := st.s.db.NewIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, st.wrap(k, err)
+	}
+	st.s.iterating++
+	return it, nil
+}
+
+// closeIter closes an iterator opened by iter and returns the first of err
+// and the iterator's errors.
+func (st *state) closeIter(k runtime.Key, it *pebbledb.Iterator, err error) error {
+	st.s.iterating--
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = st.wrap(k, cerr)
+	}
+	return err
+}
+
+// Namespaces implements runtime.State. Namespaces come in key order: by
+// length, then bytewise. For maps, it seeks past each namespace's entries.
+func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) {
+	if err := st.check(k, false); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: Namespaces with a nil callback", st.spec.Name)
+	}
+	s := st.s
+	buf := appendKeyPrefix(s.takeBuf(), k.Group, st.id, k.Key)
+	pl := len(buf)
+	buf, _ = appendPrefixEnd(buf, buf[:pl])
+	el := len(buf)
+	it, err := st.iter(k, buf[:pl], buf[pl:el])
+	if err != nil {
+		s.giveBuf(buf)
+		return err
+	}
+	defer func() {
+		err = st.closeIter(k, it, err)
+		s.giveBuf(buf)
+	}()
+	skip := st.spec.Kind.HasUserKey()
+	for ok := it.First(); ok; {
+		key := it.Key()
+		ns, rest, fok := readField(key[pl:])
+		if !fok {
+			return st.wrap(k, errBadKey)
+		}
+		if !fn(ns) {
+			return nil
+		}
+		if !skip {
+			ok = it.Next()
+			continue
+		}
+		// Skip the other entries of this namespace's map.
+		var more bool
+		buf, more = appendPrefixEnd(buf[:el], key[:len(key)-len(rest)])
+		if !more {
+			break
+		}
+		ok = it.SeekGE(buf[el:])
+	}
+	if err := it.Error(); err != nil {
+		return st.wrap(k, err)
+	}
+	return nil
+}
+
+// valueState is the handle of a KindValue state.
+type valueState struct{ *state }
+
+// Get implements runtime.ValueState. The value is in a buffer of the
+// store, valid until the next Get.
+func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
+	if err := v.check(k, true); err != nil {
+		return nil, false, err
+	}
+	return v.get(k, v.entryKey(k))
+}
+
+// Put implements runtime.ValueState.
+func (v valueState) Put(k runtime.Key, value []byte) error {
+	if err := v.checkWrite(k, true); err != nil {
+		return err
+	}
+	return v.set(k, v.entryKey(k), value)
+}
+
+// listState is the handle of a KindList state: a list is one key whose
+// value is its length-prefixed elements; Add and AddAll write merge
+// operands, Update a whole value.
+type listState struct{ *state }
+
+// Get implements runtime.ListState: one point read, which folds the
+// list's merge operands.
+func (l listState) Get(k runtime.Key, fn func(elem []byte) bool) error {
+	if err := l.check(k, true); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: Get with a nil callback", l.spec.Name)
+	}
+	v, closer, err := l.s.db.Get(l.entryKey(k))
+	if err != nil {
+		if errors.Is(err, pebbledb.ErrNotFound) {
+			return nil
+		}
+		return l.wrap(k, err)
+	}
+	defer closer.Close()
+	l.s.iterating++
+	defer func() { l.s.iterating-- }()
+	if err := eachElem(v, fn); err != nil {
+		return l.wrap(k, err)
+	}
+	return nil
+}
+
+// Add implements runtime.ListState.
+func (l listState) Add(k runtime.Key, elem []byte) error {
+	if err := l.checkWrite(k, true); err != nil {
+		return err
+	}
+	s := l.s
+	s.wbuf = appendField(s.wbuf[:0], elem)
+	return l.merge(k, l.entryKey(k), s.wbuf)
+}
+
+// AddAll implements runtime.ListState.
+func (l listState) AddAll(k runtime.Key, elems [][]byte) error {
+	if err := l.checkWrite(k, true); err != nil || len(elems) == 0 {
+		return err
+	}
+	s := l.s
+	s.wbuf = appendElems(s.wbuf[:0], elems)
+	return l.merge(k, l.entryKey(k), s.wbuf)
+}
+
+// Update implements runtime.ListState: a Set, which hides every older
+// merge operand, or a Delete.
+func (l listState) Update(k runtime.Key, elems [][]byte) error {
+	if err := l.checkWrite(k, true); err != nil {
+		return err
+	}
+	if len(elems) == 0 {
+		return l.del(k, l.entryKey(k))
+	}
+	s := l.s
+	s.wbuf = appendElems(s.wbuf[:0], elems)
+	return l.set(k, l.entryKey(k), s.wbuf)
+}
+
+// mapState is the handle of a KindMap state; sortedMapState extends it. An
+// entry is one key: the map's entry key followed by the user key, so a
+// map's entries are one span, ascending by user key.
+type mapState struct{ *state }
+
+// Get implements runtime.MapState.
+func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
+	if err := m.check(k, true); err != nil {
+		return nil, false, err
+	}
+	return m.get(k, m.mapKey(k, userKey))
+}
+
+// Put implements runtime.MapState.
+func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
+	if err := m.checkWrite(k, true); err != nil {
+		return err
+	}
+	return m.set(k, m.mapKey(k, userKey), value)
+}
+
+// Delete implements runtime.MapState.
+func (m mapState) Delete(k runtime.Key, userKey []byte) error {
+	if err := m.checkWrite(k, true); err != nil {
+		return err
+	}
+	return m.del(k, m.mapKey(k, userKey))
+}
+
+// Iterate implements runtime.MapState, in ascending order of user key for
+// both map kinds.
+func (m mapState) Iterate(k runtime.Key, fn func(userKey, value []byte) bool) error {
+	return m.visit(k, nil, nil, false, fn, "Iterate")
+}
+
+// visit calls fn with the entries of k's map whose user key u satisfies
+// lo <= u < hi (see runtime.SortedMapState.Range), with an iterator
+// bounded by the map's span.
+func (m mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool, op string) (err error) {
+	if err := m.check(k, true); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: %s with a nil callback", m.spec.Name, op)
+	}
+	if hi != nil && bytes.Compare(lo, hi) >= 0 { // also an empty, non-nil hi
+		return nil
+	}
+	s := m.s
+	buf := appendEntryKey(s.takeBuf(), k.Group, m.id, k.Key, k.Namespace)
+	pl := len(buf)
+	buf = append(buf, lo...)
+	ll := len(buf)
+	if hi == nil {
+		buf, _ = appendPrefixEnd(buf, buf[:pl])
+	} else {
+		buf = append(append(buf, buf[:pl]...), hi...)
+	}
+	it, err := m.iter(k, buf[:ll], buf[ll:])
+	if err != nil {
+		s.giveBuf(buf)
+		return err
+	}
+	defer func() {
+		err = m.closeIter(k, it, err)
+		s.giveBuf(buf)
+	}()
+	var ok bool
+	if reverse {
+		ok = it.Last()
+	} else {
+		ok = it.First()
+	}
+	for ok {
+		key := it.Key()
+		v := it.Value()
+		if !fn(key[pl:len(key):len(key)], v[:len(v):len(v)]) {
+			return nil
+		}
+		if reverse {
+			ok = it.Prev()
+		} else {
+			ok = it.Next()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return m.wrap(k, err)
+	}
+	return nil
+}
+
+// sortedMapState is the handle of a KindSortedMap state.
+type sortedMapState struct{ mapState }
+
+// Range implements runtime.SortedMapState, with an iterator bounded by
+// [map prefix + lo, map prefix + hi).
+func (m sortedMapState) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
+	return m.visit(k, lo, hi, reverse, fn, "Range")
+}
