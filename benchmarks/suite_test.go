@@ -32,6 +32,7 @@ import (
 
 	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
 )
@@ -49,6 +50,9 @@ var suiteBackends = []suiteBackend{
 	{"cow", func(cfg runtime.StoreConfig) (runtime.Store, error) { return cow.New(cow.Options{StoreConfig: cfg}) }},
 	{"btree", func(cfg runtime.StoreConfig) (runtime.Store, error) {
 		return btree.New(btree.Options{StoreConfig: cfg})
+	}},
+	{"pebble", func(cfg runtime.StoreConfig) (runtime.Store, error) {
+		return pebble.New(pebble.Options{StoreConfig: cfg, InMemory: true})
 	}},
 	{"model", func(cfg runtime.StoreConfig) (runtime.Store, error) { return storetest.NewModel(cfg) }},
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -23,6 +24,9 @@ var backends = map[string]NewStore{
 	},
 	"btree": func(cfg runtime.StoreConfig, _ string) (runtime.Store, error) {
 		return btree.New(btree.Options{StoreConfig: cfg})
+	},
+	"pebble": func(cfg runtime.StoreConfig, dir string) (runtime.Store, error) {
+		return pebble.New(pebble.Options{StoreConfig: cfg, Dir: dir})
 	},
 }
 
