@@ -59,7 +59,6 @@ type rawItem struct {
 	p0, p1, p2 uint64
 	b          []byte
 	kl         uint32
-	_          uint32 // the backend's epoch
 }
 
 func rawLess(a, b rawItem) bool {

@@ -127,10 +127,10 @@ func TestSnapshotEqualsModelWhileWritesRaceTheScan(t *testing.T) {
 	}
 }
 
-// TestSnapshotIgnoresInPlaceWrites checks the writes that may reuse
-// memory — a value overwritten by one of the same length, a list appended
-// to within its capacity — right after a snapshot and after a second one:
-// the snapshots keep what they saw.
+// TestSnapshotIgnoresInPlaceWrites checks the writes that reuse memory, or
+// could — a list appended to within its capacity, a value or map entry
+// overwritten by one of the same length — right after a snapshot and after
+// a second one: the snapshots keep what they saw.
 func TestSnapshotIgnoresInPlaceWrites(t *testing.T) {
 	s := newStore(t, btree.Options{})
 	vs := register(t, s, runtime.StateSpec{Name: "v", Kind: runtime.KindValue}).(runtime.ValueState)

@@ -11,7 +11,7 @@
 // 1M entries. Choose cow for state read and written by point operations:
 // a B-tree descent costs a few cache misses per level at millions of
 // entries, and cow's hash table was 4 times faster for Value Get and Put
-// (1.21µs against 0.27µs) and 1.3 to 1.8 times faster for Map Put and Get
+// (1.1µs against 0.27µs) and 1.4 to 1.5 times faster for Map Put and Get
 // (benchmarks/btree_test.go and cow_test.go, same workloads, 1M keys,
 // -count 6, CPU time).
 //
@@ -77,30 +77,29 @@
 // synchronous phase of a snapshot, which Copies one tree per state instead
 // of one per non-empty key group. That phase stays O(states × key groups),
 // which the contract allows, and independent of the number of entries
-// (about 18µs per state at 128 key groups, some 140ns per non-empty
-// group): a checkpoint interval's worth of records saves far more. A tree
+// (18 to 28µs per state at 128 key groups in our runs, 140 to 220ns per
+// non-empty group): a checkpoint interval's worth of records saves far more. A tree
 // per group also makes the other per-group operations whole-tree
 // operations: the restore-conflict check is a length test, and the
 // asynchronous phase scans one tree per key group from its start. With
 // maxParallelism 32768 and every group written, the synchronous phase
-// would grow to about 5ms per state.
+// would grow to 5 to 7ms per state.
 //
 // # Snapshots
 //
 // The synchronous phase (Store.Snapshot) Copies every non-empty tree —
 // tidwall/btree's Copy allocates a tree header and gives the copy and the
-// live tree new isolation ids, sharing every node — and starts a new epoch.
-// It visits no entry. The asynchronous phase (the snapshot's Scan, on any
+// live tree new isolation ids, sharing every node. It visits no entry. The asynchronous phase (the snapshot's Scan, on any
 // goroutine) walks the copy of a key group's tree while the operator keeps
 // writing the live one, which copies each node it shares before changing
-// it, so no node a snapshot can reach is ever written. Item bytes are never
-// written while a snapshot can see them either: each item records the epoch
-// its bytes were allocated in, and only an item of the current epoch (one
-// no snapshot has seen) may be written in place. Under -race,
-// TestTreeCopyIsolatesConcurrentReads checks the first property and
-// TestSnapshotEqualsModelWhileWritesRaceTheScan both. The synchronous
-// phase took 29µs of CPU for a value state of 10K entries and 33µs for one
-// of 4M (BenchmarkBtreeSnapshotSync).
+// it, so no node a snapshot can reach is ever written. Nor are the bytes of
+// an item once it is in a tree: a write makes a new item, except a list's
+// Add, which appends beyond the end of every item that shares the list's
+// memory. Under -race, TestTreeCopyIsolatesConcurrentReads checks the
+// first property and TestSnapshotEqualsModelWhileWritesRaceTheScan both.
+// The synchronous phase took 28µs of CPU for a value state of 10K entries
+// and 27µs for one of 4M (BenchmarkBtreeSnapshotSync); the asynchronous
+// phase scanned 9.5M entries/s (BenchmarkBtreeSnapshotAsync).
 //
 // Release drops the snapshot's copies; LiveSnapshots counts the snapshots
 // not yet released, and Options.OnLeakedSnapshot reports one collected
@@ -109,8 +108,8 @@
 // the nodes on its path once per snapshot — nodes of up to 63 items of 56
 // bytes — and the total copied between two snapshots is at most the trees'
 // size. BenchmarkBtreeMapFirstPutAfterSnapshot measures it: a Put into a
-// 10K-entry map costs about 8µs right after a snapshot and 0.5µs
-// otherwise, the same as on a raw BTreeG. Nodes of half the size (Degree
+// 10K-entry map costs 6 to 9µs right after a snapshot and 0.5µs
+// otherwise, as on a raw BTreeG. Nodes of half the size (Degree
 // 16) changed neither that nor point operations significantly (p > 0.09),
 // so the degree stays tidwall/btree's default of 32.
 //
@@ -118,23 +117,25 @@
 //
 // A Put allocates a new item and replaces the old one in one descent.
 // Overwriting a value of the same length in place (when no snapshot can see
-// it) saves the allocation but needs a second descent and touches the old
-// value's bytes, which the search itself never reads: measured at 1M keys,
-// it made blind Puts 15% slower and Get-then-Put 6% faster, so values are
-// always replaced.
+// it, which takes an epoch per item) saves the allocation but needs a
+// second descent and touches the old value's bytes, which the search itself
+// never reads: measured at 1M keys, it made blind Puts 15% slower and
+// Get-then-Put 6% faster, so values are always replaced.
 //
 // A list is one item per (key, namespace) whose value is the list's
 // elements, each preceded by its length as a uvarint. A list Get reads one
 // item sequentially, and an element costs one or two bytes beyond its own.
-// Add appends in place into the item's spare capacity when the list was
-// written since the last snapshot, and otherwise copies the list once with
-// room to grow, as append does: a run of Adds costs amortized O(element),
-// and the first Add after a snapshot copies the list, as Flink's heap
-// backend copies a list state on its first write after a snapshot. The
-// alternative, an item per element keyed by a sequence number, would cost
-// an item (56 bytes and the key repeated) per element and a tree step per
-// element read, to save that copy; it would pay off only for lists of many
-// thousands of elements appended to throughout every checkpoint interval.
+// Add works as Go's append does: it writes the new elements into the
+// item's spare capacity if there is room, or else into a copy with room to
+// grow, and replaces the item with one that is longer. A run of Adds costs
+// amortized O(element), snapshots or not: a snapshot holds an item whose
+// length ends where the list ended, and appending never writes below that
+// (Flink's heap backend, by contrast, copies a whole list state on its
+// first write after a snapshot). Update and Clear replace or drop the item
+// and never write into the old memory. The alternative, an item per
+// element keyed by a sequence number, would cost an item (56 bytes and the
+// key repeated) per element and a tree step per element read, and would
+// save nothing on appends.
 //
 // A map entry is one item whose item key ends with the user key.
 //

@@ -18,16 +18,14 @@ import (
 // keys of a value of a 20-byte key, or of a map entry of an int64 key and
 // an int64 user key, fit whole.
 //
-// ep is the store's epoch (its number of snapshots) when b was allocated.
-// An item whose ep equals the store's current epoch was written after the
-// last snapshot, so no snapshot can see b: the store may write into it (a
-// list appends into its spare capacity). Any other item is shared with a
-// snapshot, or may be, and is replaced by a fresh copy.
+// The bytes of b[:len(b)] are never written once the item is in a tree: a
+// snapshot that shares the item reads them while the live tree changes. A
+// list's Add may append into b's spare capacity, beyond the length of
+// every item that refers to b, and replace the item with a longer one.
 type item struct {
 	p0, p1, p2 uint64
 	b          []byte
 	kl         uint32
-	ep         uint32
 }
 
 // inlineLen is the number of item-key bytes held in p0, p1 and p2.
@@ -74,16 +72,15 @@ func inline(k []byte) (p0, p1, p2 uint64) {
 	return binary.BigEndian.Uint64(pad[:]), binary.BigEndian.Uint64(pad[8:]), binary.BigEndian.Uint64(pad[16:])
 }
 
-// makeItem returns the item of b, whose first kl bytes are the item key,
-// written in epoch ep.
-func makeItem(b []byte, kl int, ep uint32) item {
+// makeItem returns the item of b, whose first kl bytes are the item key.
+func makeItem(b []byte, kl int) item {
 	p0, p1, p2 := inline(b[:kl])
-	return item{p0: p0, p1: p1, p2: p2, b: b, kl: uint32(kl), ep: ep}
+	return item{p0: p0, p1: p1, p2: p2, b: b, kl: uint32(kl)}
 }
 
 // probe returns an item that compares equal to the item key k, for
 // searches. It does not copy k.
-func probe(k []byte) item { return makeItem(k, len(k), 0) }
+func probe(k []byte) item { return makeItem(k, len(k)) }
 
 // newTree returns an empty tree of the given degree, without locks: the
 // operator's goroutine is its only user, and snapshots read Copy()s.

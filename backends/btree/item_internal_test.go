@@ -3,7 +3,6 @@ package btree
 import (
 	"bytes"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -51,7 +50,7 @@ func TestLessItemIsBytewiseOrder(t *testing.T) {
 	}
 	for _, c := range cases {
 		a, b := c[0], c[1]
-		ia, ib := makeItem(append(bytes.Clone(a), "value"...), len(a), 0), probe(b)
+		ia, ib := makeItem(append(bytes.Clone(a), "value"...), len(a)), probe(b)
 		if got, want := lessItem(ia, ib), bytes.Compare(a, b) < 0; got != want {
 			t.Fatalf("lessItem(%x, %x) = %v, want %v", a, b, got, want)
 		}
@@ -116,64 +115,5 @@ func TestMalformedItems(t *testing.T) {
 	}
 	if end, ok := appendPrefixEnd(nil, []byte{1, 0xff}); !ok || !bytes.Equal(end, []byte{2}) {
 		t.Errorf("appendPrefixEnd(01ff) = %x, %v, want 02", end, ok)
-	}
-}
-
-// TestEpochSaturation runs a store whose epoch counter is about to
-// saturate: from then on nothing is written in place, and snapshots still
-// keep what they saw.
-func TestEpochSaturation(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Register(runtime.StateSpec{Name: "l", Kind: runtime.KindList})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls := st.(runtime.ListState)
-	k := runtime.MakeKey([]byte("k"), nil, runtime.DefaultMaxParallelism)
-	s.epoch = math.MaxUint32 - 1
-	list := func() string {
-		var out []byte
-		if err := ls.Get(k, func(e []byte) bool { out = append(out, e...); return true }); err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	var snaps []runtime.Snapshot
-	want := ""
-	for i := range 4 {
-		c := string(rune('a' + i))
-		if err := ls.Add(k, []byte(c)); err != nil {
-			t.Fatal(err)
-		}
-		if err := ls.Add(k, []byte(c)); err != nil {
-			t.Fatal(err)
-		}
-		want += c + c
-		snap, err := s.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		snaps = append(snaps, snap)
-	}
-	if !s.frozen || s.epoch != math.MaxUint32 {
-		t.Fatalf("after 4 snapshots from MaxUint32-1: epoch %d, frozen %v", s.epoch, s.frozen)
-	}
-	if got := list(); got != want {
-		t.Fatalf("list = %q, want %q", got, want)
-	}
-	for i, snap := range snaps {
-		var got []byte
-		if err := snap.Scan("l", k.Group, func(e runtime.Entry) error { got = append(got, e.Value...); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if w := want[:2*(i+1)]; string(got) != w {
-			t.Errorf("snapshot %d holds %q, want %q", i, got, w)
-		}
-		if err := snap.Release(); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

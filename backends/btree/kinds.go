@@ -115,15 +115,16 @@ func (l listState) Update(k runtime.Key, elems [][]byte) error {
 	for _, e := range elems {
 		b = appendField(b, e)
 	}
-	t.Set(makeItem(b, len(ik), l.s.epoch))
+	t.Set(makeItem(b, len(ik)))
 	return nil
 }
 
 // appendElems appends elems to the list of item key ik in t, creating it
-// if needed. A list written since the last snapshot grows in place into
-// its spare capacity; any other is copied, with room to grow as append
-// would leave, so that a run of Adds costs amortized O(element) and the
-// first Add after a snapshot copies the list once.
+// if needed, as append does: into the item's spare capacity if it has room,
+// else into a copy with room to grow, so that a run of Adds costs
+// amortized O(element). Appending in place is safe with snapshots live:
+// they hold items whose length ends at or before the old end of the list,
+// and nothing below it is written.
 func (s *Store) appendElems(t *tree, ik []byte, elems [][]byte) {
 	need := 0
 	for _, e := range elems {
@@ -133,7 +134,7 @@ func (s *Store) appendElems(t *tree, ik []byte, elems [][]byte) {
 	old, ok := t.GetHint(probe(ik), &hint)
 	var b []byte
 	switch {
-	case ok && s.mutable(old) && cap(old.b)-len(old.b) >= need:
+	case ok && cap(old.b)-len(old.b) >= need:
 		b = old.b
 	case ok:
 		b = slices.Grow(old.b[:len(old.b):len(old.b)], need)
@@ -143,7 +144,7 @@ func (s *Store) appendElems(t *tree, ik []byte, elems [][]byte) {
 	for _, e := range elems {
 		b = appendField(b, e)
 	}
-	t.SetHint(makeItem(b, len(ik), s.epoch), &hint)
+	t.SetHint(makeItem(b, len(ik)), &hint)
 }
 
 // mapState is the handle of a KindMap state; sortedMapState extends it. A

@@ -22,6 +22,9 @@ var layouts = []struct {
 	l    layout
 }{{"per-group", treePerGroup}, {"per-state", treePerState}}
 
+// TestConformanceLayouts runs the conformance suite against both layouts,
+// on trees of degree 3 (nodes of up to 5 items, split and merged all the
+// time), at half the suite's usual number of operations.
 func TestConformanceLayouts(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {

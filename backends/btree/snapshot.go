@@ -14,7 +14,7 @@ import (
 // Copy of each of its trees. The copies share their nodes with the live
 // trees, which copy a node before they change it (tidwall/btree's
 // copy-on-write, keyed by an isolation id per tree), and the store never
-// writes the bytes of an item a snapshot can see (see item.ep): nothing a
+// writes the bytes of an item a snapshot can see (see item): nothing a
 // snapshot can reach is ever written again.
 type snapshot struct {
 	sh     *snapShared

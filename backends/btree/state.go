@@ -328,7 +328,7 @@ func (st *state) load(src runtime.View, kg int) error {
 		if list == nil {
 			return nil
 		}
-		_, dup := t.Load(makeItem(list, listKL, s.epoch))
+		_, dup := t.Load(makeItem(list, listKL))
 		list = nil
 		if dup {
 			return fmt.Errorf("%w: the elements of a list are not consecutive", runtime.ErrCorrupt)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 
@@ -47,11 +46,6 @@ type Store struct {
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
-	// epoch is the number of snapshots taken, saturated at MaxUint32;
-	// frozen records the saturation, after which nothing is written in
-	// place any more (see item.ep).
-	epoch  uint32
-	frozen bool
 	// seq numbers snapshots for messages and OnLeakedSnapshot.
 	seq uint64
 	// live counts the snapshots not yet released. It is shared with the
@@ -91,9 +85,10 @@ func newStore(opts Options, l layout) (*Store, error) {
 func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 
 // LiveSnapshots returns the number of snapshots taken and not yet released.
-// A count that only grows is a leaked snapshot: each keeps the tree nodes
-// it shares alive, and makes the live trees copy them on the next write
-// (see also Options.OnLeakedSnapshot). It may be called from any goroutine.
+// A count that only grows is a leaked snapshot, which keeps every node and
+// item of the trees it copied in memory, however much the live trees have
+// changed since (see also Options.OnLeakedSnapshot). It may be called from
+// any goroutine.
 func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
 
 // Register implements runtime.Store.
@@ -143,19 +138,13 @@ func (s *Store) States() []runtime.StateSpec { return slices.Clone(s.specs) }
 
 // Snapshot implements runtime.Store. It copies every non-empty tree with
 // tidwall/btree's Copy, which allocates one tree header and shares every
-// node (O(1) per tree, so O(states × key groups) in all), and starts a new
-// epoch so that values written before it are never again written in
-// place. It visits no entry.
+// node: O(1) per tree, so O(states × key groups) in all. It visits no
+// entry.
 func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: cannot take a snapshot", runtime.ErrClosed)
 	}
 	s.seq++
-	if s.epoch == math.MaxUint32 {
-		s.frozen = true
-	} else {
-		s.epoch++
-	}
 	d := &snapData{states: make(map[string]*stateView, len(s.states))}
 	for name, st := range s.states {
 		sv := &stateView{spec: st.spec, trees: make([]*tree, len(st.trees))}
@@ -246,17 +235,12 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// mutable reports whether it may be written in place: no snapshot can see
-// its bytes (see item.ep).
-func (s *Store) mutable(it item) bool { return it.ep == s.epoch && !s.frozen }
-
-// newItem returns an item of item key ik and value v, in new memory of the
-// current epoch.
+// newItem returns an item of item key ik and value v, in new memory.
 func (s *Store) newItem(ik, v []byte) item {
 	b := make([]byte, len(ik)+len(v))
 	copy(b, ik)
 	copy(b[len(ik):], v)
-	return makeItem(b, len(ik), s.epoch)
+	return makeItem(b, len(ik))
 }
 
 // takeIter returns an iterator over t, to be given back with giveIter.

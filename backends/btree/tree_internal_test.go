@@ -23,7 +23,7 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 			model := map[uint64]bool{}
 			key := func(i uint64) []byte { return binary.BigEndian.AppendUint64([]byte{0, 0, 1}, i) }
 			for i := range uint64(2000) {
-				live.Set(makeItem(key(i*2), 11, 0))
+				live.Set(makeItem(key(i*2), 11))
 				model[i*2] = true
 			}
 			type reader struct {
@@ -59,7 +59,7 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 					k := r.Uint64N(6000)
 					switch op := r.IntN(10); {
 					case op < 5:
-						live.Set(makeItem(key(k), 11, 0))
+						live.Set(makeItem(key(k), 11))
 						model[k] = true
 					case op < 8:
 						live.Delete(probe(key(k)))
@@ -77,7 +77,7 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 						if it, ok := live.Max(); ok {
 							top = binary.BigEndian.Uint64(it.key()[3:])
 						}
-						live.Load(makeItem(key(top+1), 11, 0))
+						live.Load(makeItem(key(top+1), 11))
 						model[top+1] = true
 					}
 				}
