@@ -427,30 +427,8 @@ func BenchmarkBtreeListGet(b *testing.B) {
 	})
 }
 
-type btreeMaps struct {
-	s  *stbtree.Store
-	m  runtime.Map[int64, int64, Val24]
-	sm runtime.SortedMap[int64, int64, Val24]
-}
-
-func buildBtreeMaps(b *testing.B, n, fanout int, sorted bool) btreeMaps {
-	s := newBtree(b)
-	d := runtime.MapDescriptor[int64, int64, Val24]{Name: "m", Key: runtime.Int64Codec{}, UserKey: runtime.Int64Codec{}, Value: val24Codec{}}
-	fx := btreeMaps{s: s}
-	var err error
-	put := func(k, uk int64, v Val24) error { return fx.m.Put(k, uk, v) }
-	if sorted {
-		fx.sm, err = runtime.NewSortedMap(s, d)
-		put = func(k, uk int64, v Val24) error { return fx.sm.Put(k, uk, v) }
-	} else {
-		fx.m, err = runtime.NewMap(s, d)
-	}
-	check(b, err)
-	for _, e := range perm(n, 3) {
-		k, uk := e/int64(fanout), e%int64(fanout)
-		check(b, put(k, uk, val(int(e))))
-	}
-	return fx
+func buildBtreeMaps(b *testing.B, n, fanout int, sorted bool) mapFixture {
+	return fillMaps(b, newBtree(b), n, fanout, sorted)
 }
 
 func buildRawMaps(n, fanout int) *rawTrees {
@@ -464,7 +442,7 @@ func buildRawMaps(n, fanout int) *rawTrees {
 func BenchmarkBtreeMapPut(b *testing.B) {
 	n := benchKeys(b)
 	order := perm(n, 2)
-	bt := lazy(func() btreeMaps { return buildBtreeMaps(b, n, mapFanout, false) })
+	bt := lazy(func() mapFixture { return buildBtreeMaps(b, n, mapFanout, false) })
 	raw := lazy(func() *rawTrees { return buildRawMaps(n, mapFanout) })
 	btreeBoth(b, "keys="+sizeName(n), func(b *testing.B) {
 		m := bt().m
@@ -488,7 +466,7 @@ func BenchmarkBtreeMapPut(b *testing.B) {
 func BenchmarkBtreeMapGet(b *testing.B) {
 	n := benchKeys(b)
 	order := perm(n, 2)
-	bt := lazy(func() btreeMaps { return buildBtreeMaps(b, n, mapFanout, false) })
+	bt := lazy(func() mapFixture { return buildBtreeMaps(b, n, mapFanout, false) })
 	raw := lazy(func() *rawTrees { return buildRawMaps(n, mapFanout) })
 	btreeBoth(b, "keys="+sizeName(n), func(b *testing.B) {
 		m := bt().m
@@ -521,7 +499,7 @@ func BenchmarkBtreeMapIterate(b *testing.B) {
 	n := benchKeys(b)
 	outer := n / mapFanout
 	order := perm(outer, 2)
-	bt := lazy(func() btreeMaps { return buildBtreeMaps(b, n, mapFanout, false) })
+	bt := lazy(func() mapFixture { return buildBtreeMaps(b, n, mapFanout, false) })
 	raw := lazy(func() *rawTrees { return buildRawMaps(n, mapFanout) })
 	btreeBoth(b, "keys="+sizeName(n), func(b *testing.B) {
 		m := bt().m
@@ -557,7 +535,7 @@ func BenchmarkBtreeSortedMapRange(b *testing.B) {
 	outer := n / sortedFanout
 	order := perm(outer, 2)
 	starts := perm(sortedFanout-rangeLen, 4)
-	bt := lazy(func() btreeMaps { return buildBtreeMaps(b, n, sortedFanout, true) })
+	bt := lazy(func() mapFixture { return buildBtreeMaps(b, n, sortedFanout, true) })
 	raw := lazy(func() *rawTrees { return buildRawMaps(n, sortedFanout) })
 	// entries/s is by wall time, entries/cpu-s by the process's CPU time
 	// (steadier on a shared machine).
@@ -693,7 +671,7 @@ func BenchmarkBtreeSnapshotAsync(b *testing.B) {
 func BenchmarkBtreeMapFirstPutAfterSnapshot(b *testing.B) {
 	const entries = 10_000
 	for _, kind := range []string{"map", "sortedmap"} {
-		fx := lazy(func() btreeMaps { return buildBtreeMaps(b, entries, entries, kind == "sortedmap") })
+		fx := lazy(func() mapFixture { return buildBtreeMaps(b, entries, entries, kind == "sortedmap") })
 		for _, mode := range []string{"first", "ordinary", "nosnapshot"} {
 			b.Run("backend=btree/entries=10K/kind="+kind+"/put="+mode, func(b *testing.B) {
 				f := fx()

@@ -380,13 +380,15 @@ func BenchmarkListGet(b *testing.B) {
 const mapFanout = 16
 
 type mapFixture struct {
-	s  *cow.Store
+	s  runtime.Store
 	m  runtime.Map[int64, int64, Val24]
 	sm runtime.SortedMap[int64, int64, Val24]
 }
 
-func buildCowMaps(b *testing.B, n, fanout int, sorted bool) mapFixture {
-	s := newCow(b)
+// fillMaps registers a Map (or, if sorted, a SortedMap) state on s and fills
+// it with n entries, fanout user keys per key, in random order. Every
+// backend's map benchmarks share it.
+func fillMaps(b *testing.B, s runtime.Store, n, fanout int, sorted bool) mapFixture {
 	d := runtime.MapDescriptor[int64, int64, Val24]{Name: "m", Key: runtime.Int64Codec{}, UserKey: runtime.Int64Codec{}, Value: val24Codec{}}
 	fx := mapFixture{s: s}
 	var err error
@@ -403,6 +405,10 @@ func buildCowMaps(b *testing.B, n, fanout int, sorted bool) mapFixture {
 		check(b, put(k, uk, val(int(e))))
 	}
 	return fx
+}
+
+func buildCowMaps(b *testing.B, n, fanout int, sorted bool) mapFixture {
+	return fillMaps(b, newCow(b), n, fanout, sorted)
 }
 
 func buildGoMaps(n, fanout int) map[int64]map[int64]Val24 {

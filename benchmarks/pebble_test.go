@@ -432,29 +432,8 @@ func BenchmarkPebbleListGet(b *testing.B) {
 	})
 }
 
-type pebbleMaps struct {
-	s  *stpebble.Store
-	m  runtime.Map[int64, int64, Val24]
-	sm runtime.SortedMap[int64, int64, Val24]
-}
-
-func buildPebbleMaps(top, b *testing.B, n, fanout int, sorted bool) pebbleMaps {
-	s := newPebble(top, b, pebbleOpts(top, runtime.StoreConfig{}))
-	d := runtime.MapDescriptor[int64, int64, Val24]{Name: "m", Key: runtime.Int64Codec{}, UserKey: runtime.Int64Codec{}, Value: val24Codec{}}
-	fx := pebbleMaps{s: s}
-	var err error
-	put := func(k, uk int64, v Val24) error { return fx.m.Put(k, uk, v) }
-	if sorted {
-		fx.sm, err = runtime.NewSortedMap(s, d)
-		put = func(k, uk int64, v Val24) error { return fx.sm.Put(k, uk, v) }
-	} else {
-		fx.m, err = runtime.NewMap(s, d)
-	}
-	check(b, err)
-	for _, e := range perm(n, 3) {
-		k, uk := e/int64(fanout), e%int64(fanout)
-		check(b, put(k, uk, val(int(e))))
-	}
+func buildPebbleMaps(top, b *testing.B, n, fanout int, sorted bool) mapFixture {
+	fx := fillMaps(b, newPebble(top, b, pebbleOpts(top, runtime.StoreConfig{})), n, fanout, sorted)
 	for k := range int64(n / fanout) { // warm the block cache
 		all := fx.m.All
 		if sorted {
@@ -482,7 +461,7 @@ func BenchmarkPebbleMapPut(b *testing.B) {
 	top := b
 	n := benchKeys(b)
 	order := perm(n, 2)
-	var pb *pebbleMaps
+	var pb *mapFixture
 	var raw *rawPebble
 	pebbleBoth(b, "keys="+sizeName(n), func(b *testing.B) {
 		if pb == nil {
@@ -513,7 +492,7 @@ func BenchmarkPebbleMapGet(b *testing.B) {
 	top := b
 	n := benchKeys(b)
 	order := perm(n, 2)
-	var pb *pebbleMaps
+	var pb *mapFixture
 	var raw *rawPebble
 	pebbleBoth(b, "keys="+sizeName(n), func(b *testing.B) {
 		if pb == nil {
@@ -553,7 +532,7 @@ func BenchmarkPebbleMapIterate(b *testing.B) {
 	n := benchKeys(b)
 	outer := n / mapFanout
 	order := perm(outer, 2)
-	var pb *pebbleMaps
+	var pb *mapFixture
 	var raw *rawPebble
 	pebbleBoth(b, "keys="+sizeName(n), func(b *testing.B) {
 		if pb == nil {
@@ -596,7 +575,7 @@ func BenchmarkPebbleSortedMapRange(b *testing.B) {
 	outer := n / sortedFanout
 	order := perm(outer, 2)
 	starts := perm(sortedFanout-rangeLen, 4)
-	var pb *pebbleMaps
+	var pb *mapFixture
 	var raw *rawPebble
 	entriesPerSec := func(b *testing.B) {
 		b.ReportMetric(float64(b.N)*rangeLen/b.Elapsed().Seconds(), "entries/s")
