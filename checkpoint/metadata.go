@@ -548,7 +548,11 @@ func ReadMetadata(ctx context.Context, s Storage, ckpt string) (*Metadata, error
 	}
 	data := make([]byte, size)
 	if n, err := obj.ReadAt(data, 0); n != len(data) {
-		return nil, &FileError{Path: path, Offset: int64(n), Reason: "read failed", Err: ErrCorrupt, Cause: err}
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			// An I/O error, not corruption: the metadata may read next time.
+			return nil, &FileError{Path: path, Offset: int64(n), Reason: "read failed: " + err.Error(), Err: err}
+		}
+		return nil, &FileError{Path: path, Offset: int64(n), Reason: "read failed (truncated)", Err: ErrCorrupt, Cause: err}
 	}
 	return parseMetadata(path, data)
 }

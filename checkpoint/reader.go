@@ -54,7 +54,7 @@ func (f *dataFile) readAt(p []byte, off int64) error {
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return corruptAt(f.path, off+int64(n), "file ends after %d of %d bytes read here (truncated)", n, len(p))
 	}
-	return &FileError{Path: f.path, Offset: off, Reason: "read failed", Err: err}
+	return &FileError{Path: f.path, Offset: off, Reason: "read failed: " + err.Error(), Err: err}
 }
 
 // openDataFile reads and checks the header, trailer and index of the data
