@@ -421,7 +421,7 @@ func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, file File) erro
 	defer f.close()
 	path := r.name + "/" + file.Name
 	crc := uint32(0)
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, min(f.size, 1<<20))
 	for off := int64(0); off < f.size; {
 		if err := ctx.Err(); err != nil {
 			return err
