@@ -82,6 +82,17 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 			return nil, mismatch("state %s, the metadata says %s", s, want)
 		}
 	}
+	// The index counts the entries of every section: a file of another
+	// checkpoint with the same size, key groups and states (swapped in by
+	// mistake) usually has another count. Only Verify, which reads the
+	// whole file, catches one of the same shape.
+	var entries int64
+	for _, sec := range f.sections {
+		entries += sec.entries
+	}
+	if entries != in.File.Entries {
+		return nil, mismatch("its index counts %d entries, the metadata (%s.entries) %d", entries, field, in.File.Entries)
+	}
 	return f, nil
 }
 
