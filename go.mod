@@ -10,6 +10,8 @@ require (
 	golang.org/x/tools v0.52.0
 )
 
+require go.uber.org/goleak v1.3.0
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect
