@@ -7,10 +7,9 @@ require (
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0
 	github.com/tinylib/msgp v1.6.5
+	go.uber.org/goleak v1.3.0
 	golang.org/x/tools v0.52.0
 )
-
-require go.uber.org/goleak v1.3.0
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
