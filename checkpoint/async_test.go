@@ -71,7 +71,11 @@ func filledModel(t testing.TB, keys int) (*storetest.Model, *memView) {
 // dirOf returns a Dir storage in a temporary directory and a function
 // listing every file left in it (temporary files included).
 func dirOf(t *testing.T) (*checkpoint.Dir, func() []string) {
-	root := t.TempDir()
+	return dirAt(t, t.TempDir())
+}
+
+// dirAt is dirOf in the directory root.
+func dirAt(t *testing.T, root string) (*checkpoint.Dir, func() []string) {
 	d, err := checkpoint.NewDir(root)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -15,30 +14,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/checkpointtest"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
 )
-
-// blockingStorage holds every write until its context ends.
-type blockingStorage struct{ checkpoint.Storage }
-
-func (b blockingStorage) Create(ctx context.Context, ckpt, name string) (checkpoint.ObjectWriter, error) {
-	w, err := b.Storage.Create(ctx, ckpt, name)
-	if err != nil {
-		return nil, err
-	}
-	return blockingWriter{w, ctx}, nil
-}
-
-type blockingWriter struct {
-	checkpoint.ObjectWriter
-	ctx context.Context
-}
-
-func (w blockingWriter) Write([]byte) (int, error) {
-	<-w.ctx.Done()
-	return 0, w.ctx.Err()
-}
 
 // Asynchronous snapshots leave no goroutine behind however they end:
 // written, cancelled through a context that was done before they started,
@@ -68,7 +47,7 @@ func TestAsyncSnapshotsLeakNoGoroutine(t *testing.T) {
 		if _, err := a.Wait(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("snapshot with a done context: %v", err)
 		}
-		a, err = checkpoint.SnapshotAsync(ctx, store, blockingStorage{d}, "chk", name("cancel"), nil)
+		a, err = checkpoint.SnapshotAsync(ctx, store, checkpointtest.Blocking{Storage: d}, "chk", name("cancel"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +60,7 @@ func TestAsyncSnapshotsLeakNoGoroutine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a = checkpoint.WriteAsync(cctx, snap, 0, blockingStorage{d}, "chk", name("ctx"), nil)
+		a = checkpoint.WriteAsync(cctx, snap, 0, checkpointtest.Blocking{Storage: d}, "chk", name("ctx"), nil)
 		cancel()
 		if _, err := a.Wait(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("snapshot whose context was cancelled: %v", err)
@@ -274,21 +253,7 @@ func fastDir(t *testing.T) (*checkpoint.Dir, func() []string) {
 		return dirOf(t)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	d, err := checkpoint.NewDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, func() []string {
-		var files []string
-		filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() {
-				rel, _ := filepath.Rel(root, path)
-				files = append(files, rel)
-			}
-			return nil
-		})
-		return files
-	}
+	return dirAt(t, root)
 }
 
 func goroutines() string {

@@ -93,7 +93,7 @@ func Lifecycle(t *testing.T, open func() runtime.Store) {
 	if _, err := checkpoint.WriteAsync(cancelled, snapshot(), 0, mem, "chk", "g", nil).Wait(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a write with a cancelled context: %v", err)
 	}
-	a, err := checkpoint.SnapshotAsync(ctx, s, blocking{mem}, "chk", "h", &checkpoint.WriterOptions{BlockSize: 64})
+	a, err := checkpoint.SnapshotAsync(ctx, s, Blocking{mem}, "chk", "h", &checkpoint.WriterOptions{BlockSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,13 @@ func snapshotOf(t *testing.T, s runtime.Store) runtime.Snapshot {
 	return snap
 }
 
-// blocking is a Storage whose writes block until their context ends: a
+// Blocking is a Storage whose writes block until their context ends: a
 // write that only cancellation stops.
-type blocking struct{ checkpoint.Storage }
+type Blocking struct{ checkpoint.Storage }
 
-func (b blocking) Create(ctx context.Context, ckpt, name string) (checkpoint.ObjectWriter, error) {
+// Create creates the object in the wrapped Storage and returns a writer
+// whose Write waits for ctx to end and returns its error.
+func (b Blocking) Create(ctx context.Context, ckpt, name string) (checkpoint.ObjectWriter, error) {
 	w, err := b.Storage.Create(ctx, ckpt, name)
 	if err != nil {
 		return nil, err
