@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -34,6 +35,26 @@ type Bucket struct {
 	readAhead   int
 	retry       RetryPolicy
 	onRetry     func(op, key string, attempt int, err error, wait time.Duration)
+
+	buffers sync.Pool // *[]byte of capacity partSize, for writers' parts
+}
+
+// partBuffer returns an empty buffer of capacity size, from the pool if
+// size is the configured part size.
+func (b *Bucket) partBuffer(size int) []byte {
+	if int64(size) == b.partSize {
+		if p, ok := b.buffers.Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+// recycle returns a part buffer to the pool.
+func (b *Bucket) recycle(p []byte) {
+	if int64(cap(p)) == b.partSize {
+		b.buffers.Put(&p)
+	}
 }
 
 var _ checkpoint.Storage = (*Bucket)(nil)

@@ -9,13 +9,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/internal/testenv/miniotest"
 )
 
 // TestMain shares one MinIO server among the package's tests (started on
 // first use) and stops it at the end.
-func TestMain(m *testing.M) { os.Exit(miniotest.Main(m)) }
+func TestMain(m *testing.M) {
+	// minio-go pauses up to DefaultRetryUnit after a failed attempt even
+	// with its retries off (MaxRetries: 1); the tests that inject hundreds
+	// of failures would spend minutes there. The package's own policy
+	// (fastRetry) is what they test.
+	minio.DefaultRetryUnit = time.Millisecond
+	os.Exit(miniotest.Main(m))
+}
 
 var ctx = context.Background()
 

@@ -25,7 +25,9 @@ import (
 // InitialBackoff·2^(attempt-1))) ("full jitter"), until it succeeds,
 // fails with an error that is not transient (any other 4xx: NoSuchKey,
 // AccessDenied, NoSuchBucket, PreconditionFailed), MaxAttempts attempts
-// have been made, or its context is done.
+// have been made, or its context is done. (minio-go itself, with its own
+// retries off, still pauses up to 200ms after a failed attempt; that pause
+// comes on top of the policy's.)
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts, the first included; zero
 	// means 6, and 1 disables retries.

@@ -29,6 +29,10 @@ func crc32cHeader(p []byte) string {
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
+// smallObject is the size up to which a writer's first buffer grows by
+// append; a larger object gets whole part buffers from the bucket's pool.
+const smallObject = 256 << 10
+
 // cleanupTimeout bounds the requests that discard a failed or aborted
 // write, which run even when the writer's context is done.
 const cleanupTimeout = time.Minute
@@ -111,6 +115,12 @@ func (w *writer) Write(p []byte) (int, error) {
 			continue
 		}
 		k := min(room, len(p))
+		if len(w.buf)+k > cap(w.buf) && len(w.buf)+k > smallObject {
+			// Past a small object's size, a whole part buffer from the
+			// pool, rather than growing by append through copies.
+			nb := append(w.b.partBuffer(w.partSize(w.next)), w.buf...)
+			w.buf = nb
+		}
 		w.buf = append(w.buf, p[:k]...)
 		p = p[k:]
 		n += k
@@ -169,7 +179,7 @@ func (w *writer) flush() error {
 	}
 	if w.allocated < w.b.concurrency+1 {
 		w.allocated++
-		w.buf = make([]byte, 0, w.partSize(w.next))
+		w.buf = w.b.partBuffer(w.partSize(w.next))
 		return nil
 	}
 	select {
@@ -214,7 +224,24 @@ func (w *writer) Commit() error {
 		_ = w.discard()
 	}
 	w.cancel()
+	w.release()
 	return err
+}
+
+// release gives the part buffers back to the bucket's pool, once no upload
+// uses them.
+func (w *writer) release() {
+	w.wg.Wait()
+	w.b.recycle(w.buf)
+	w.buf = nil
+	for {
+		select {
+		case p := <-w.free:
+			w.b.recycle(p)
+		default:
+			return
+		}
+	}
 }
 
 // errDiscarded reports a write whose pending marker is gone.
@@ -342,6 +369,7 @@ func (w *writer) Abort() error {
 	w.mu.Unlock()
 	err := w.discard()
 	w.cancel()
+	w.release()
 	return err
 }
 
@@ -351,7 +379,6 @@ func (w *writer) Abort() error {
 func (w *writer) discard() error {
 	w.cancel()
 	w.wg.Wait()
-	w.buf = nil
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), cleanupTimeout)
 	defer cancel()
 	if w.uploadID != "" {
