@@ -413,3 +413,33 @@ func TestOpenURL(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+// TestUnusualNames stores objects whose valid names hold characters that
+// URLs and S3 treat specially.
+func TestUnusualNames(t *testing.T) {
+	b := freshStorage(t, true)
+	names := []string{"a b", "100%", "x?y=z&w", "#frag", "plus+sign", "tilde~", "émoji-🙂", "semi;colon", "quote'\"", "back`tick", "*star", "dots..", "_metadata.bak"}
+	for i, name := range names {
+		ckpt := fmt.Sprintf("ckpt %d %s", i, name)
+		put(t, b, ckpt, name, []byte(name))
+		if got := get(t, b, ckpt, name); string(got) != name {
+			t.Errorf("%q/%q read back %q", ckpt, name, got)
+		}
+		objs, err := b.Objects(ctx, ckpt)
+		if err != nil || len(objs) != 1 || objs[0].Name != name || objs[0].Size != int64(len(name)) {
+			t.Errorf("Objects(%q) = %v, %v; want %q", ckpt, objs, err, name)
+		}
+	}
+	all, err := b.List(ctx)
+	if err != nil || len(all) != len(names) {
+		t.Fatalf("List = %q, %v; want %d checkpoints", all, err, len(names))
+	}
+	for _, ckpt := range all {
+		if err := b.Delete(ctx, ckpt); err != nil {
+			t.Errorf("Delete(%q): %v", ckpt, err)
+		}
+	}
+	if keys := rawKeys(t, b, b.root); len(keys) != 0 {
+		t.Errorf("keys after deleting everything: %q", keys)
+	}
+}
