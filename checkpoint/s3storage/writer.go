@@ -55,7 +55,6 @@ type writer struct {
 
 	buf       []byte // the part being filled
 	next      int    // the number buf will have as a part, from 1
-	size      int64  // bytes written
 	uploadID  string // "" until the first part is uploaded
 	free      chan []byte
 	allocated int // part buffers made
@@ -81,8 +80,8 @@ func newWriter(ctx context.Context, b *Bucket, ckpt, name, key, marker, id strin
 func (w *writer) path() string { return w.ckpt + "/" + w.name }
 
 // partSize returns the size of part n: the configured size for the first
-// 1000 parts, doubling every 1000 parts after, so that S3's limit of 10000
-// parts is never reached (up to 2^9·1000 more).
+// 1000 parts, doubling every 1000 parts after (up to S3's 5 GiB), so that
+// S3's 10000 parts hold 1023000 configured part sizes: 8 TB of 8 MiB.
 func (w *writer) partSize(n int) int {
 	size := w.b.partSize
 	for n > 1000 && size < MaxPartSize {
@@ -124,7 +123,6 @@ func (w *writer) Write(p []byte) (int, error) {
 		w.buf = append(w.buf, p[:k]...)
 		p = p[k:]
 		n += k
-		w.size += int64(k)
 	}
 	return n, nil
 }
