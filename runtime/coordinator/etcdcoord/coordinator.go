@@ -272,7 +272,18 @@ func (c *Coordinator) lead(sess *concurrency.Session, e *concurrency.Election, f
 		t.wg.Wait()
 	}()
 	c.log.Info("elected leader", "lease", fmt.Sprintf("%x", int64(sess.Lease())), "ttl", c.ttl)
-	if err := t.takeover(c.ctx, tctx); err != nil {
+	// The takeover stops if Close is called or the lease ends meanwhile.
+	kctx, kcancel := context.WithCancel(c.ctx)
+	go func() {
+		select {
+		case <-sess.Done():
+			kcancel()
+		case <-kctx.Done():
+		}
+	}()
+	err := t.takeover(kctx, tctx)
+	kcancel()
+	if err != nil {
 		t.end(false)
 		return fmt.Errorf("etcdcoord: takeover: %w", err)
 	}
@@ -492,6 +503,11 @@ func (t *term) takeover(ctx, tctx context.Context) error {
 			members[p] = kv
 		}
 	}
+	listed, err := t.index.Completed(ctx)
+	if err != nil {
+		return err
+	}
+	var finished []coordinator.CheckpointID
 	wiped := map[coordinator.ParticipantID]bool{}
 	for _, kv := range iresp.Kvs {
 		p, kind, id, ok := c.keys.parseInbox(string(kv.Key))
@@ -513,6 +529,14 @@ func (t *term) takeover(ctx, tctx context.Context) error {
 			t.out.del(string(kv.Key))
 			continue
 		}
+		t.out.del(string(kv.Key))
+		if slices.Contains(listed, id) {
+			// The previous leader completed it but died before it could
+			// say so.
+			t.out.put(c.keys.note(p, id), encode(completedNote(id)))
+			finished = append(finished, id)
+			continue
+		}
 		t.stale[id] = m.Checkpoint
 		t.out.put(c.keys.note(p, id), encode(noteMsg{
 			V: wireVersion, ID: uint64(id), Savepoint: m.Savepoint,
@@ -520,13 +544,15 @@ func (t *term) takeover(ctx, tctx context.Context) error {
 			Cause:    fmt.Sprintf("checkpoint %d was pending when its coordinator lost the leadership; %s took over", id, c.name),
 			Failover: true,
 		}))
-		t.out.del(string(kv.Key))
 	}
 	if err := t.out.flush(ctx); err != nil {
 		return err
 	}
 	if len(t.stale) > 0 {
 		c.log.Info("checkpoints of the previous leader aborted", "ids", slices.Sorted(maps.Keys(t.stale)))
+	}
+	if len(finished) > 0 {
+		c.log.Info("completions of the previous leader notified", "ids", slices.Compact(slices.Sorted(slices.Values(finished))))
 	}
 	t.counter = &Counter{cli: c.cli, key: c.keys.counter(), owner: t.owner, fence: t.fence}
 	t.drv, err = driver.Start(ctx, driver.Options{

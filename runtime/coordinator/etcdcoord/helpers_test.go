@@ -124,8 +124,9 @@ type worker struct {
 	blobs    map[coordinator.CheckpointID][]byte
 	triggers []seen
 	notes    []driver.Notification
-	held     []driver.Trigger
-	hold     func(driver.Trigger) bool // hold (do not snapshot) the triggers it selects
+	held     []driver.Trigger          // triggers held, not yet snapshotted
+	seenHeld []driver.Trigger          // every trigger ever held
+	hold     func(driver.Trigger) bool // hold (do not snapshot yet) the triggers it selects
 }
 
 func newWorker(t *testing.T, job Job, s checkpoint.Storage, index, parallelism int) *worker {
@@ -183,6 +184,7 @@ func (w *worker) loop() {
 			hold := w.hold != nil && w.hold(tr)
 			if hold {
 				w.held = append(w.held, tr)
+				w.seenHeld = append(w.seenHeld, tr)
 			}
 			w.mu.Unlock()
 			if !hold {
@@ -194,6 +196,17 @@ func (w *worker) loop() {
 			w.mu.Unlock()
 		case <-tick.C:
 			w.write(10)
+			// Released: take the held triggers now (those whose
+			// checkpoints ended are skipped by the Instance).
+			w.mu.Lock()
+			var release []driver.Trigger
+			if w.hold == nil {
+				release, w.held = w.held, nil
+			}
+			w.mu.Unlock()
+			for _, tr := range release {
+				w.snapshot(tr)
+			}
 		}
 	}
 }
@@ -256,16 +269,19 @@ func (w *worker) close() {
 	}
 }
 
+// setHold makes the worker hold the triggers f selects; nil releases the
+// held ones.
 func (w *worker) setHold(f func(driver.Trigger) bool) {
 	w.mu.Lock()
 	w.hold = f
 	w.mu.Unlock()
 }
 
+// heldTriggers returns every trigger the worker held, released or not.
 func (w *worker) heldTriggers() []driver.Trigger {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.held)
+	return slices.Clone(w.seenHeld)
 }
 
 func (w *worker) seenTriggers() []seen {
