@@ -48,13 +48,22 @@ func Binary() (string, error) {
 type Server struct {
 	endpoint string
 	dir      string
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed when the process has exited
-	waitErr  error         // set before exited is closed
+	bin      string
+	args     []string
 	log      *tailBuffer
+
+	mu   sync.Mutex
+	proc *proc // the running process
 
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// proc is one run of the server's process.
+type proc struct {
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	waitErr error         // set before exited is closed
 }
 
 // startTimeout bounds the wait for a new server to answer.
@@ -95,37 +104,82 @@ func start(bin string) (*Server, error) {
 	}
 	clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	cmd := exec.Command(bin,
-		"--name", "default",
-		"--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", clientURL,
-		"--advertise-client-urls", clientURL,
-		"--listen-peer-urls", peerURL,
-		"--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "default="+peerURL,
-		"--heartbeat-interval", "10",
-		"--election-timeout", "100",
-		"--logger", "zap",
-		"--log-outputs", "stderr",
-		"--log-level", "error",
-	)
-	log := &tailBuffer{max: 16 << 10}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("etcdtest: starting %s: %w", bin, err)
+	s := &Server{
+		endpoint: clientURL,
+		dir:      dir,
+		bin:      bin,
+		args: []string{
+			"--name", "default",
+			"--data-dir", filepath.Join(dir, "data"),
+			"--listen-client-urls", clientURL,
+			"--advertise-client-urls", clientURL,
+			"--listen-peer-urls", peerURL,
+			"--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "default=" + peerURL,
+			"--heartbeat-interval", "10",
+			"--election-timeout", "100",
+			"--logger", "zap",
+			"--log-outputs", "stderr",
+			"--log-level", "error",
+		},
+		log: &tailBuffer{max: 16 << 10},
 	}
-	s := &Server{endpoint: clientURL, dir: dir, cmd: cmd, exited: make(chan struct{}), log: log}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitHealthy(); err != nil {
+	if err := s.launch(); err != nil {
 		_ = s.Stop()
-		return nil, fmt.Errorf("etcdtest: %s did not come up on %s: %w; its log ends with:\n%s", bin, clientURL, err, log.String())
+		return nil, err
 	}
 	return s, nil
+}
+
+// launch runs the server's process and waits until it answers.
+func (s *Server) launch() error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("etcdtest: starting %s: %w", s.bin, err)
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	if err := s.waitHealthy(p); err != nil {
+		return fmt.Errorf("etcdtest: %s did not come up on %s: %w; its log ends with:\n%s", s.bin, s.endpoint, err, s.log.String())
+	}
+	return nil
+}
+
+// kill stops the process group of p: politely, then not.
+func (p *proc) kill() {
+	pgid := p.cmd.Process.Pid
+	if err := signalGroup(pgid, syscall.SIGTERM); err != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
+			_ = p.cmd.Process.Kill()
+		}
+		<-p.exited
+	}
+	// Whatever else the group holds goes too.
+	_ = signalGroup(pgid, syscall.SIGKILL)
+}
+
+// Restart stops the server's process and starts it again on the same
+// ports and data: clients see the server go away and come back with its
+// keys, revisions and leases.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	p.kill()
+	return s.launch()
 }
 
 // tempRoot is where data directories go: /dev/shm if it is a writable
@@ -150,9 +204,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitHealthy waits until the server serves a read, or exits, or
+// waitHealthy waits until the server serves a read, or p exits, or
 // startTimeout passes.
-func (s *Server) waitHealthy() error {
+func (s *Server) waitHealthy(p *proc) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	cli, err := s.NewClient()
@@ -168,8 +222,8 @@ func (s *Server) waitHealthy() error {
 			return nil
 		}
 		select {
-		case <-s.exited:
-			return fmt.Errorf("the server exited: %v", s.waitErr)
+		case <-p.exited:
+			return fmt.Errorf("the server exited: %v", p.waitErr)
 		case <-ctx.Done():
 			return fmt.Errorf("no answer within %v: %w", startTimeout, err)
 		case <-time.After(20 * time.Millisecond):
@@ -181,7 +235,11 @@ func (s *Server) waitHealthy() error {
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // PID returns the server's process id.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.cmd.Process.Pid
+}
 
 // NewClient returns a new client of the server, with its own connection:
 // a separate client stands for a separate process. The caller closes it.
@@ -212,20 +270,12 @@ func (s *Server) Client(tb testing.TB) *clientv3.Client {
 // its data directory. It is idempotent.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		pgid := s.cmd.Process.Pid
-		if err := signalGroup(pgid, syscall.SIGTERM); err != nil {
-			_ = s.cmd.Process.Kill()
+		s.mu.Lock()
+		p := s.proc
+		s.mu.Unlock()
+		if p != nil {
+			p.kill()
 		}
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
-				_ = s.cmd.Process.Kill()
-			}
-			<-s.exited
-		}
-		// Whatever else the group holds goes too.
-		_ = signalGroup(pgid, syscall.SIGKILL)
 		if err := os.RemoveAll(s.dir); err != nil {
 			s.stopErr = fmt.Errorf("etcdtest: removing %s: %w", s.dir, err)
 		}
@@ -233,8 +283,12 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-// Exited is closed when the server's process has exited.
-func (s *Server) Exited() <-chan struct{} { return s.exited }
+// Exited is closed when the server's current process has exited.
+func (s *Server) Exited() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.exited
+}
 
 // The shared server of the test binary.
 var shared struct {
@@ -260,6 +314,28 @@ func Require(tb testing.TB) *Server {
 		tb.Skip(shared.err)
 	default:
 		tb.Fatal(shared.err)
+	}
+	return nil
+}
+
+// Dedicated starts a server of tb's own — for a test that restarts or
+// stops it — and stops it when tb ends. Without an etcd binary it fails or
+// skips tb as Require does.
+func Dedicated(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start()
+	switch {
+	case err == nil:
+		tb.Cleanup(func() {
+			if err := s.Stop(); err != nil {
+				tb.Error(err)
+			}
+		})
+		return s
+	case errors.Is(err, ErrNoBinary) && os.Getenv("CI") != "true":
+		tb.Skip(err)
+	default:
+		tb.Fatal(err)
 	}
 	return nil
 }

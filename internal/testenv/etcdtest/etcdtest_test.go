@@ -11,8 +11,8 @@ import (
 
 func TestMain(m *testing.M) { Main(m) }
 
-// A server serves reads and writes, and Stop leaves neither a process nor
-// its data directory behind.
+// A server serves reads and writes, keeps its data across a restart, and
+// Stop leaves neither a process nor its data directory behind.
 func TestServerServesAndStopsWithoutLeftovers(t *testing.T) {
 	if _, err := Binary(); errors.Is(err, ErrNoBinary) && os.Getenv("CI") != "true" {
 		t.Skip(err)
@@ -36,6 +36,18 @@ func TestServerServesAndStopsWithoutLeftovers(t *testing.T) {
 	resp, err := cli.Get(ctx, "/k")
 	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
 		t.Fatalf("Get = %v, %v", resp, err)
+	}
+	// A restart keeps the data.
+	old := s.PID()
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if processExists(old) || s.PID() == old {
+		t.Errorf("the old process %d survived the restart (now %d)", old, s.PID())
+	}
+	resp, err = cli.Get(ctx, "/k")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
+		t.Fatalf("Get after restart = %v, %v", resp, err)
 	}
 	pid := s.PID()
 	if err := s.Stop(); err != nil {

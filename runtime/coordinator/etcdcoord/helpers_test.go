@@ -131,6 +131,12 @@ type worker struct {
 
 func newWorker(t *testing.T, job Job, s checkpoint.Storage, index, parallelism int) *worker {
 	t.Helper()
+	return newWorkerOn(t, client(t), job, s, index, parallelism)
+}
+
+// newWorkerOn is newWorker with the client cli.
+func newWorkerOn(t *testing.T, cli *clientv3.Client, job Job, s checkpoint.Storage, index, parallelism int) *worker {
+	t.Helper()
 	kgs, err := runtime.KeyGroupRangeForOperator(maxP, parallelism, index)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +151,7 @@ func newWorker(t *testing.T, job Job, s checkpoint.Storage, index, parallelism i
 	}
 	w := &worker{
 		t: t, index: index, parallelism: parallelism, job: job, storage: s,
-		cli: client(t), kgs: kgs, store: store, state: st.(runtime.ValueState),
+		cli: cli, kgs: kgs, store: store, state: st.(runtime.ValueState),
 		rng:      rand.New(rand.NewPCG(uint64(index), uint64(parallelism))),
 		expected: map[coordinator.CheckpointID]storetest.Contents{},
 		blobs:    map[coordinator.CheckpointID][]byte{},

@@ -350,10 +350,12 @@ func (l *link) Ack(t driver.Trigger, from coordinator.ParticipantID, res checkpo
 		_ = l.Decline(t, from, err)
 		return err
 	}
-	return l.put(l.keys.ack(t.ID, from), val)
+	return l.put(l.keys.ack(t.ID, from), val, t.Deadline)
 }
 
-// Decline implements driver.Upstream.
+// Decline implements driver.Upstream. It may run on the operator's
+// goroutine (Instance.Snapshot declines when the synchronous phase fails),
+// so it retries for requestTimeout at most.
 func (l *link) Decline(t driver.Trigger, from coordinator.ParticipantID, cause error) error {
 	msg := "declined"
 	if cause != nil {
@@ -363,16 +365,34 @@ func (l *link) Decline(t driver.Trigger, from coordinator.ParticipantID, cause e
 		V: wireVersion, ID: uint64(t.ID), Participant: string(from), Checkpoint: t.Checkpoint,
 		Savepoint: t.Options.Savepoint,
 		Decline:   &declineMsg{Cause: msg, NotReady: errors.Is(cause, coordinator.ErrNotReady)},
-	}))
+	}), earliest(t.Deadline, time.Now().Add(requestTimeout)))
 }
 
-func (l *link) put(key, val string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	if _, err := l.cli.Put(ctx, key, val); err != nil {
-		return fmt.Errorf("etcdcoord: %s: sending %s: %w", l.id, key, err)
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
 	}
-	return nil
+	return b
+}
+
+// put writes an answer, retrying failed attempts (the write is idempotent)
+// until the checkpoint's deadline, after which nobody waits for it.
+func (l *link) put(key, val string, deadline time.Time) error {
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		_, err := l.cli.Put(ctx, key, val)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if l.cli.Ctx().Err() != nil || !time.Now().Add(backoff).Before(deadline) {
+			return fmt.Errorf("etcdcoord: %s: sending %s: %w", l.id, key, err)
+		}
+		l.log.Warn("sending an answer failed; retrying", "key", key, "err", err)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // RemoveParticipant implements driver.Upstream: the instance leaves. Its

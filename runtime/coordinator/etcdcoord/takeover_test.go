@@ -11,8 +11,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/internal/testenv/etcdtest"
+	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/coordinator"
 	"github.com/stategen/stategen/runtime/coordinator/driver"
+	"github.com/stategen/stategen/runtime/storetest"
 )
 
 // leaseOf returns the lease of coordinator name's election key.
@@ -172,5 +175,103 @@ func TestTakeoverSettlesThePredecessorsCheckpoints(t *testing.T) {
 	rec, err := c.Savepoint(ctx, "sp")
 	if err != nil || rec.ID != 10 {
 		t.Errorf("first id after takeover: %+v, %v; want 10", rec, err)
+	}
+}
+
+// etcd itself restarts (a rolling upgrade, a crash of a one-member
+// cluster): the coordinator and the instances reconnect, their watches
+// resume where they stopped, and checkpoints go on with increasing ids.
+func TestEtcdRestartIsSurvived(t *testing.T) {
+	srv := etcdtest.Dedicated(t)
+	job := Job{Name: "job"}
+	s := newDir(t)
+	c := startCoordinator(t, srv.Client(t), Options{
+		Job: job, Storage: s, LeaseTTL: 10 * time.Second,
+		Config: coordinator.Config{Interval: 50 * time.Millisecond, Timeout: 20 * time.Second, Retained: 100, TolerableFailures: coordinator.UnlimitedFailures},
+	})
+	awaitLeader(t, c)
+	ws := []*worker{newWorkerOn(t, srv.Client(t), job, s, 0, 2), newWorkerOn(t, srv.Client(t), job, s, 1, 2)}
+	waitUntil(t, "two checkpoints completed", func() bool { return len(completedByAll(ws)) >= 2 })
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	before := completedByAll(ws)
+	last := before[len(before)-1]
+	waitUntil(t, "two checkpoints completed after the restart", func() bool {
+		n := 0
+		for _, id := range completedByAll(ws) {
+			if id > last+1 {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	for _, w := range ws {
+		sns := w.seenTriggers()
+		for i := 1; i < len(sns); i++ {
+			if sns[i].id <= sns[i-1].id {
+				t.Fatalf("worker %d: trigger %d after %d", w.index, sns[i].id, sns[i-1].id)
+			}
+		}
+	}
+	done := completedByAll(ws)
+	checkRestores(t, s, done[len(done)-1], ws, 2)
+	latest, err := Latest(context.Background(), srv.Client(t), job)
+	if err != nil || latest.ID < done[len(done)-1] {
+		t.Errorf("Latest = %+v, %v; %d completed", latest, err, done[len(done)-1])
+	}
+}
+
+// An instance id is registered by one process at a time: a second Join of
+// the same operator and index — a restarted worker whose previous
+// incarnation's lease has not expired yet — waits until the first leaves.
+func TestJoinWaitsForThePreviousIncarnation(t *testing.T) {
+	job := testJob(t)
+	s := newDir(t)
+	first := newWorker(t, job, s, 0, 1)
+	store, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: maxP, KeyGroups: runtime.FullRange(maxP)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := JoinOptions{
+		Job:      job,
+		Instance: driver.InstanceOptions{Operator: "counter", Index: 0, Store: store},
+		Storage:  s,
+		Logger:   logger(),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if in, err := Join(ctx, client(t), opts); !errors.Is(err, context.DeadlineExceeded) {
+		if in != nil {
+			_ = in.Close()
+		}
+		t.Fatalf("second Join while the first is registered: %v, want to wait until its context ends", err)
+	}
+	type result struct {
+		in  *Instance
+		err error
+	}
+	joined := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		in, err := Join(ctx, client(t), opts)
+		joined <- result{in, err}
+	}()
+	select {
+	case r := <-joined:
+		t.Fatalf("Join returned while the first registration lives: %v", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	first.close()
+	r := <-joined
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.in.Close()
+	k, _ := newKeys(job)
+	resp, err := client(t).Get(context.Background(), k.member(r.in.ID()))
+	if err != nil || len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) != r.in.l.lease() {
+		t.Errorf("registration %v, %v; want the second instance's", resp, err)
 	}
 }
