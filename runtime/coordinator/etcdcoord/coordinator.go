@@ -323,6 +323,28 @@ func (c *Coordinator) lead(sess *concurrency.Session, e *concurrency.Election, f
 	return reason
 }
 
+// ErrNoLeader reports that no coordinator of the job leads.
+var ErrNoLeader = errors.New("etcdcoord: no coordinator leads the job")
+
+// Leader returns the name (Options.Name) of the coordinator that leads job
+// now: the campaigner whose election key is the oldest, as
+// concurrency.Election.Leader says. It fails with ErrNoLeader if none
+// campaigns.
+func Leader(ctx context.Context, cli *clientv3.Client, job Job) (string, error) {
+	k, err := newKeys(job)
+	if err != nil {
+		return "", err
+	}
+	resp, err := cli.Get(ctx, k.election()+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return "", fmt.Errorf("etcdcoord: reading the election: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", ErrNoLeader
+	}
+	return string(resp.Kvs[0].Value), nil
+}
+
 // fail records the job's failure (once).
 func (c *Coordinator) fail(err error) {
 	c.mu.Lock()

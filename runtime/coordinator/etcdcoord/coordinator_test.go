@@ -176,6 +176,9 @@ func TestSteadyCheckpointsThroughEtcd(t *testing.T) {
 	if got := keysUnder(t, obs, k.election()); len(got) != 0 {
 		t.Errorf("election keys left after Close: %v", got)
 	}
+	if _, err := Leader(ctx, obs, job); !errors.Is(err, ErrNoLeader) {
+		t.Errorf("Leader after Close: %v, want ErrNoLeader", err)
+	}
 	noStrayObjects(t, s)
 }
 
@@ -202,6 +205,9 @@ func TestLeaderKilledMidCheckpoint(t *testing.T) {
 	waitUntil(t, "two checkpoints completed", func() bool { return len(completedByAll(ws)) >= 2 })
 	if b.Leading() {
 		t.Fatal("the standby leads while the leader lives")
+	}
+	if name, err := Leader(context.Background(), obs, job); err != nil || name != "a" {
+		t.Fatalf("Leader = %q, %v; want a", name, err)
 	}
 
 	// Instance 2 holds its next trigger: that checkpoint stays pending.
@@ -230,6 +236,9 @@ func TestLeaderKilledMidCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitLeader(t, b)
+	if name, err := Leader(context.Background(), obs, job); err != nil || name != "b" {
+		t.Errorf("Leader = %q, %v; want b", name, err)
+	}
 	// The pending checkpoint is aborted at every instance, as a failover.
 	for _, w := range ws {
 		waitUntil(t, fmt.Sprintf("worker %d: the abort of checkpoint %d", w.index, pending), func() bool { _, ok := w.note(pending); return ok })

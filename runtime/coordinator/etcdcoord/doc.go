@@ -32,7 +32,8 @@
 // Join for each operator instance: the returned Instance is a
 // driver.Instance — its operator loop selects on Triggers and
 // Notifications and calls Snapshot, exactly as in one process. Each
-// process uses its own etcd client.
+// process uses its own etcd client. Leader says which coordinator leads,
+// and ReadIndex and Latest what the job has completed.
 //
 // # Election and fencing
 //
