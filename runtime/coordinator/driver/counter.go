@@ -41,6 +41,44 @@ func parseCounterObject(name string) (coordinator.CheckpointID, bool) {
 	return coordinator.CheckpointID(n), true
 }
 
+// IDCounter is the durable checkpoint-id counter of a job (Flink's
+// CheckpointIDCounter): a high-water mark below which checkpoint ids may
+// have been issued. A Coordinator reads it once at Start — the next id is
+// at or above it — and then raises it with Reserve before it issues the ids
+// below the new limit (see coordinator.Config.IDReservation).
+//
+// Options.Counter selects one; by default the counter lives in the
+// checkpoint storage (objects under checkpoint.CoordinatorName, see
+// ReadCounter). A coordinator that can fail over to a standby keeps it in a
+// consensus store instead, where a reservation is a compare-and-swap from
+// the value the coordinator last read or wrote, so that two coordinators
+// never reserve the same ids (package runtime/coordinator/etcdcoord).
+type IDCounter interface {
+	// Read returns the counter: the highest limit ever reserved, or zero
+	// if none was.
+	Read(ctx context.Context) (coordinator.CheckpointID, error)
+	// Reserve raises the counter to limit, durably, before the
+	// Coordinator issues ids below it. The Coordinator calls it at most
+	// once at a time, with limits above the value Read returned and above
+	// every limit reported reserved. A failed reservation may be retried
+	// with the same limit, so Reserve must be idempotent. After a failure
+	// the ids are not issued; a counter raised all the same only makes
+	// ids skipped, never repeated.
+	Reserve(ctx context.Context, limit coordinator.CheckpointID) error
+}
+
+// storageCounter is the default IDCounter: objects in the checkpoint
+// storage.
+type storageCounter struct{ s checkpoint.Storage }
+
+func (c storageCounter) Read(ctx context.Context) (coordinator.CheckpointID, error) {
+	return ReadCounter(ctx, c.s)
+}
+
+func (c storageCounter) Reserve(ctx context.Context, limit coordinator.CheckpointID) error {
+	return writeCounter(ctx, c.s, limit)
+}
+
 // ReadCounter returns the durable checkpoint-id counter in s: the highest
 // limit a coordinator reserved, below which ids may have been issued, or
 // zero if there is none.

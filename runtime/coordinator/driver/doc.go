@@ -80,13 +80,31 @@
 // # The id counter
 //
 // Checkpoint ids never repeat, across restarts too: the Coordinator keeps a
-// durable counter — objects under the reserved name
-// checkpoint.CoordinatorName, which checkpoint.Cleanup leaves alone — and
-// the Core issues only ids the counter covers, reserving them
+// durable counter — by default (see Options.Counter) objects under the
+// reserved name checkpoint.CoordinatorName, which checkpoint.Cleanup leaves
+// alone — and the Core issues only ids the counter covers, reserving them
 // coordinator.DefaultIDReservation at a time (one small write per hundred
 // checkpoints by default), ahead of need. After a crash the next id is the
 // counter, so even an id whose checkpoint left nothing in storage is never
 // issued again. See coordinator.Config.IDReservation.
+//
+// # Beyond one process
+//
+// Three seams let the same driver run a job whose coordinator can fail
+// over and whose instances live in other processes (package
+// runtime/coordinator/etcdcoord does so through etcd):
+//
+//   - Options.Counter replaces the storage's id counter with another
+//     IDCounter, e.g. one in a consensus store that two coordinators can
+//     never both advance;
+//   - Options.Completed makes a CompletedStore, rather than the storage's
+//     listing, the authority on which checkpoints completed: a checkpoint
+//     completes when the index lists it, retention drops it from the index
+//     before deleting it, and Start deletes committed checkpoints the
+//     index does not list (a deposed coordinator's);
+//   - NewInstance makes an Instance whose coordinator is elsewhere: a
+//     transport calls its Participant as messages arrive, and it answers
+//     to an Upstream.
 //
 // # Observability
 //

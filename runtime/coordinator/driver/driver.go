@@ -90,6 +90,13 @@ type Options struct {
 	// SkipCleanup leaves the debris of crashed writers in Storage at Start
 	// (see checkpoint.Cleanup); by default Start removes it.
 	SkipCleanup bool
+	// Counter is the durable checkpoint-id counter; nil means objects in
+	// Storage under checkpoint.CoordinatorName (see IDCounter).
+	Counter IDCounter
+	// Completed is the index of completed checkpoints; nil means Storage
+	// is its own index: every committed checkpoint is completed (see
+	// CompletedStore).
+	Completed CompletedStore
 }
 
 // Coordinator runs a coordinator.Core: it owns the goroutine that feeds the
@@ -99,6 +106,8 @@ type Options struct {
 // safe for concurrent use.
 type Coordinator struct {
 	storage   checkpoint.Storage
+	counter   IDCounter
+	completed CompletedStore // nil: the storage is the index
 	clock     Clock
 	log       *slog.Logger
 	ioTimeout time.Duration
@@ -140,11 +149,12 @@ type handle struct {
 	snapshot checkpoint.InstanceSnapshot
 }
 
-// Start recovers the coordinator's state from opts.Storage (see Recover),
+// Start recovers the coordinator's state from opts.Storage (see Recover;
+// with opts.Completed, the retained checkpoints are those the index lists),
 // removes crash debris (unless opts.SkipCleanup), reserves a first batch of
 // checkpoint ids in the durable counter, and starts the Coordinator. It
-// fails if the storage cannot be read or the counter written. Close stops
-// it.
+// fails if the storage or the index cannot be read or the counter written.
+// Close stops it.
 func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 	if opts.Storage == nil {
 		return nil, errors.New("driver: Options.Storage is required")
@@ -154,6 +164,8 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{
 		storage:      opts.Storage,
+		counter:      opts.Counter,
+		completed:    opts.Completed,
 		clock:        cmp.Or(opts.Clock, SystemClock),
 		log:          cmp.Or(opts.Logger, slog.Default()),
 		ioTimeout:    cmp.Or(opts.IOTimeout, DefaultIOTimeout),
@@ -171,11 +183,28 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := Recover(ctx, opts.Storage)
+	if c.counter == nil {
+		c.counter = storageCounter{opts.Storage}
+	}
+	var rec coordinator.Recovery
+	var unlisted []string
+	if c.completed == nil {
+		rec, err = recoverFrom(ctx, opts.Storage, c.counter)
+	} else {
+		rec, unlisted, err = recoverIndexed(ctx, opts.Storage, c.counter, c.completed)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !opts.SkipCleanup {
+		for _, name := range unlisted {
+			// Committed, but never completed: the index does not list it.
+			if err := checkpoint.Delete(ctx, opts.Storage, name); err != nil {
+				c.log.Warn("checkpoint storage cleanup incomplete", "err", err)
+				continue
+			}
+			c.log.Info("checkpoint not in the completed index deleted", "name", name)
+		}
 		removed, err := checkpoint.Cleanup(ctx, opts.Storage, nil)
 		if len(removed) > 0 {
 			c.log.Info("checkpoint storage cleaned up", "removed", removed)
@@ -185,7 +214,7 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 		}
 	}
 	rec.IDLimit = min(rec.NextID+coordinator.CheckpointID(cfg.IDReservation), coordinator.MaxID)
-	if err := writeCounter(ctx, opts.Storage, rec.IDLimit); err != nil {
+	if err := c.counter.Reserve(ctx, rec.IDLimit); err != nil {
 		return nil, err
 	}
 	core, err := coordinator.New(cfg, c.clock.Now(), rec)
@@ -294,6 +323,11 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 			cp, name := d.Checkpoint, c.name(d.Checkpoint.ID)
 			c.spawn(func(ctx context.Context) func() {
 				err := c.commit(ctx, name, cp)
+				if err == nil && c.completed != nil && !cp.Options.Savepoint {
+					if err = c.completed.Add(ctx, cp.ID); err != nil {
+						err = fmt.Errorf("driver: checkpoint %d committed but not listed as completed: %w", cp.ID, err)
+					}
+				}
 				return func() {
 					if err := c.core.StoreResult(c.clock.Now(), cp.ID, err); err != nil {
 						c.log.Error("checkpoint store result rejected", "id", cp.ID, "err", err)
@@ -317,7 +351,7 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 		case coordinator.Reserve:
 			limit := d.Limit
 			c.spawn(func(ctx context.Context) func() {
-				err := writeCounter(ctx, c.storage, limit)
+				err := c.counter.Reserve(ctx, limit)
 				return func() {
 					if err != nil {
 						c.log.Warn("checkpoint ids not reserved", "limit", limit, "err", err)
@@ -392,7 +426,16 @@ func (c *Coordinator) discard(d coordinator.Discard) {
 	switch {
 	case d.Metadata:
 		name := c.name(d.ID)
+		unlist := c.completed != nil && d.Reason == coordinator.DiscardSubsumed
 		c.spawn(func(ctx context.Context) func() {
+			if unlist {
+				// Only what the index no longer lists may go: if this
+				// coordinator was deposed, the new leader retains it.
+				if err := c.completed.Remove(ctx, d.ID); err != nil {
+					err = fmt.Errorf("driver: checkpoint %d kept: it could not be dropped from the completed index: %w", d.ID, err)
+					return func() { c.logDiscard(d, err) }
+				}
+			}
 			err := checkpoint.Delete(ctx, c.storage, name)
 			return func() { c.logDiscard(d, err) }
 		})

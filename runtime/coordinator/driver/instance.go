@@ -88,12 +88,14 @@ func (n Notification) Completed() bool { return n.Err == nil }
 // concurrent use, but Snapshot and Decline belong on the operator's
 // goroutine: Snapshot calls Store.Snapshot.
 type Instance struct {
-	c      *Coordinator
-	id     coordinator.ParticipantID
-	op     string
-	object string
-	store  runtime.Store
-	writer *checkpoint.WriterOptions
+	up        Upstream
+	clock     Clock
+	ioTimeout time.Duration
+	id        coordinator.ParticipantID
+	op        string
+	object    string
+	store     runtime.Store
+	writer    *checkpoint.WriterOptions
 
 	triggers chan Trigger
 	notes    chan Notification
@@ -117,12 +119,63 @@ type attempt struct {
 	aborted bool // NotifyAborted arrived
 }
 
+// Upstream is where an Instance sends its answers to triggers, and whom
+// it tells that it leaves: the Coordinator itself for an instance that
+// joined it in the same process (Coordinator.Join), or a transport to a
+// coordinator in another process (see NewInstance). Coordinator implements
+// it.
+type Upstream interface {
+	// Ack acknowledges trigger t for participant from with the result of
+	// its snapshot. An error means the acknowledgement did not reach the
+	// coordinator, which will therefore never delete the snapshot's file:
+	// the Instance removes it itself.
+	Ack(t Trigger, from coordinator.ParticipantID, res checkpoint.SnapshotResult) error
+	// Decline reports that participant from cannot take part in trigger
+	// t's checkpoint.
+	Decline(t Trigger, from coordinator.ParticipantID, cause error) error
+	// RemoveParticipant takes participant id out of checkpointing; an
+	// error wrapping ErrClosed means the coordinator is already gone.
+	RemoveParticipant(id coordinator.ParticipantID) error
+}
+
 // Join adds an operator instance to the coordinator and returns it: the
 // instance takes part in every checkpoint triggered from now on. Close it
 // when the operator stops. The error names the InstanceOptions field at
 // fault, or comes from AddParticipant (a participant with the same
 // operator and index already joined).
 func (c *Coordinator) Join(opts InstanceOptions) (*Instance, error) {
+	in, err := newInstance(opts, c, c.clock, c.ioTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.AddParticipant(member{in}); err != nil {
+		in.cancel()
+		return nil, err
+	}
+	return in, nil
+}
+
+// NewInstance returns an operator instance whose coordinator is not a
+// Coordinator of this process: a transport that carries triggers and
+// notifications between processes (package
+// runtime/coordinator/etcdcoord) calls the returned Participant's methods
+// when they arrive — Trigger with the storage this process writes to —
+// and the Instance sends its acknowledgements, declines and its leaving
+// to up. The Instance is used exactly like one that joined a local
+// Coordinator; Participant.ID returns its id. The error names the
+// InstanceOptions field at fault.
+func NewInstance(opts InstanceOptions, up Upstream) (*Instance, Participant, error) {
+	if up == nil {
+		return nil, nil, errors.New("driver: NewInstance: the Upstream is required")
+	}
+	in, err := newInstance(opts, up, SystemClock, DefaultIOTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, member{in}, nil
+}
+
+func newInstance(opts InstanceOptions, up Upstream, clock Clock, ioTimeout time.Duration) (*Instance, error) {
 	bad := func(field, format string, args ...any) (*Instance, error) {
 		return nil, fmt.Errorf("driver: InstanceOptions.%s %s", field, fmt.Sprintf(format, args...))
 	}
@@ -147,21 +200,19 @@ func (c *Coordinator) Join(opts InstanceOptions) (*Instance, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &Instance{
-		c:        c,
-		id:       coordinator.ParticipantID(fmt.Sprintf("%s/%d", opts.Operator, opts.Index)),
-		op:       opts.Operator,
-		object:   object,
-		store:    opts.Store,
-		writer:   opts.Writer,
-		triggers: make(chan Trigger, size),
-		notes:    make(chan Notification, size),
-		ctx:      ctx,
-		cancel:   cancel,
-		attempts: map[coordinator.CheckpointID]*attempt{},
-	}
-	if err := c.AddParticipant(member{in}); err != nil {
-		cancel()
-		return nil, err
+		up:        up,
+		clock:     clock,
+		ioTimeout: ioTimeout,
+		id:        coordinator.ParticipantID(fmt.Sprintf("%s/%d", opts.Operator, opts.Index)),
+		op:        opts.Operator,
+		object:    object,
+		store:     opts.Store,
+		writer:    opts.Writer,
+		triggers:  make(chan Trigger, size),
+		notes:     make(chan Notification, size),
+		ctx:       ctx,
+		cancel:    cancel,
+		attempts:  map[coordinator.CheckpointID]*attempt{},
 	}
 	return in, nil
 }
@@ -205,7 +256,7 @@ func (in *Instance) Snapshot(t Trigger, operatorState []byte) error {
 	if err != nil {
 		in.forget(t.ID)
 		err = fmt.Errorf("driver: %s: snapshot for checkpoint %d: %w", in.id, t.ID, err)
-		_ = in.c.Decline(t, in.id, err)
+		_ = in.up.Decline(t, in.id, err)
 		return err
 	}
 	in.mu.Lock()
@@ -235,7 +286,7 @@ func (in *Instance) Decline(t Trigger, cause error) error {
 		return err
 	}
 	in.forget(t.ID)
-	return in.c.Decline(t, in.id, cause)
+	return in.up.Decline(t, in.id, cause)
 }
 
 // take marks t's attempt as handled. skip is true if its checkpoint already
@@ -251,7 +302,7 @@ func (in *Instance) take(t Trigger) (a *attempt, skip bool, err error) {
 		return nil, false, fmt.Errorf("%w: checkpoint %d", ErrUnknownTrigger, t.ID)
 	}
 	a.taken = true
-	if a.aborted || !in.c.clock.Now().Before(t.Deadline) {
+	if a.aborted || !in.clock.Now().Before(t.Deadline) {
 		// Ended, or about to expire: the coordinator aborts it without us.
 		if a.aborted {
 			delete(in.attempts, t.ID)
@@ -282,16 +333,16 @@ func (in *Instance) finish(a *attempt) {
 	in.mu.Unlock()
 	if err != nil {
 		if !aborted && in.ctx.Err() == nil {
-			_ = in.c.Decline(a.t, in.id, err)
+			_ = in.up.Decline(a.t, in.id, err)
 		}
 		return
 	}
 	// A write that finished although its checkpoint was aborted is
 	// acknowledged all the same: the coordinator deletes late files.
 	res.Snapshot.OperatorState = a.blob
-	if err := in.c.Ack(a.t, in.id, res); err != nil {
+	if err := in.up.Ack(a.t, in.id, res); err != nil {
 		// The coordinator is gone: nobody will delete the file but us.
-		ctx, cancel := context.WithTimeout(context.Background(), in.c.ioTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), in.ioTimeout)
 		_ = a.t.Storage.Remove(ctx, a.t.Checkpoint, res.Snapshot.File.Name)
 		cancel()
 	}
@@ -325,7 +376,7 @@ func (in *Instance) Close() error {
 	}
 	in.closed = true
 	in.mu.Unlock()
-	err := in.c.RemoveParticipant(in.id)
+	err := in.up.RemoveParticipant(in.id)
 	if errors.Is(err, ErrClosed) {
 		err = nil
 	}
@@ -363,7 +414,7 @@ func (m member) Trigger(t Trigger) {
 	in.wg.Add(1)
 	go func() {
 		defer in.wg.Done()
-		_ = in.c.Decline(t, in.id, fmt.Errorf("%w (capacity %d)", ErrMailboxFull, cap(in.triggers)))
+		_ = in.up.Decline(t, in.id, fmt.Errorf("%w (capacity %d)", ErrMailboxFull, cap(in.triggers)))
 	}()
 }
 

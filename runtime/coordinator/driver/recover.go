@@ -19,8 +19,13 @@ import (
 // checkpoint left nothing in s: the counter covers every id issued before
 // the restart (see coordinator.Config.IDReservation).
 func Recover(ctx context.Context, s checkpoint.Storage) (coordinator.Recovery, error) {
+	return recoverFrom(ctx, s, storageCounter{s})
+}
+
+// recoverFrom is Recover with the id counter read from ids.
+func recoverFrom(ctx context.Context, s checkpoint.Storage, ids IDCounter) (coordinator.Recovery, error) {
 	var rec coordinator.Recovery
-	counter, err := ReadCounter(ctx, s)
+	counter, err := ids.Read(ctx)
 	if err != nil {
 		return rec, fmt.Errorf("driver: recover: %w", err)
 	}
