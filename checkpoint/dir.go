@@ -157,7 +157,7 @@ func (w *dirWriter) commit() error {
 	switch err := os.Link(w.tmp, w.final); {
 	case err == nil:
 		if err := os.Remove(w.tmp); err != nil {
-			return fmt.Errorf("checkpoint: %s: %w", w.path, err)
+			return w.unpublish(err)
 		}
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("%w: %s", ErrExist, w.path)
@@ -173,8 +173,24 @@ func (w *dirWriter) commit() error {
 	default:
 		return fmt.Errorf("checkpoint: %s: %w", w.path, err)
 	}
-	return syncDir(w.dir)
+	if err := syncDirHook(w.dir); err != nil {
+		return w.unpublish(err)
+	}
+	return nil
 }
+
+// unpublish takes back an object that became visible in a Commit that then
+// failed (its directory could not be made durable), since a failed Commit
+// must leave nothing visible; it returns the Commit's error.
+func (w *dirWriter) unpublish(cause error) error {
+	if err := os.Remove(w.final); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("checkpoint: %s: %w (and removing the published object: %v)", w.path, cause, err)
+	}
+	return fmt.Errorf("checkpoint: %s: %w", w.path, cause)
+}
+
+// syncDirHook is syncDir, replaceable by tests that make it fail.
+var syncDirHook = syncDir
 
 func (w *dirWriter) Abort() error {
 	w.mu.Lock()
