@@ -65,7 +65,7 @@ func TestSteady(t *testing.T) {
 // is pending; the standby takes over, aborts it, issues only higher ids,
 // and the job finishes correctly.
 func TestLeaderKilledMidCheckpoint(t *testing.T) {
-	c := newCluster(t, 8)
+	c := newCluster(t, 6)
 	obs := c.observe()
 	workers, dumps, coords := c.job(1, 3)
 	job := etcdcoord.Job{Name: jobName}
