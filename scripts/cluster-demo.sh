@@ -111,13 +111,14 @@ wait_for "$work/coord-a.log" 'msg=counts .*completed=[3-9]' 60
 say "leader coord-a: $(grep 'msg=counts' "$work/coord-a.log" | tail -1 | grep -oE 'triggered=.*')"
 
 say "kill -9 the leader coord-a"
+disown "$pid_a" # no "Killed" job report
 kill -KILL "$pid_a"
 killed=$(date +%s%N)
 wait_for "$work/coord-b.log" 'msg=leading' 30
 led=$(date +%s%N)
 wait_for "$work/coord-b.log" 'msg=counts .*completed=[1-9]' 30
 done_ns=$(date +%s%N)
-say "coord-b leads $(((led - killed) / 1000000)) ms after the kill; its first checkpoint completed $(((done_ns - killed) / 1000000)) ms after it"
+say "coord-b leads $(((led - killed) / 1000000)) ms after the kill; its first checkpoint completed $(((done_ns - killed) / 1000000)) ms after the kill"
 grep -h 'msg="checkpoint aborted"' "$work"/worker-*.log | grep -i failover | sed 's/^/    /' | head -3 || true
 
 say "waiting for the workers to reach event $events"

@@ -22,7 +22,10 @@
 // two records, its operator-state blob being its pipeline.Position. It
 // reads at most -rate offsets per second. At the end of the stream it
 // writes its final state in the pipeline's canonical form (pipeline.Dump)
-// to -out, leaves the job and exits 0.
+// to -out, leaves the job and exits 0. The coordinator knows the
+// registered instances, not the job's parallelism: checkpoints completed
+// after a worker has left cover only the others' key groups, and a restore
+// from one fails (pipeline.Thresholds names the missing key group).
 //
 // Restarting the job after a lost worker — kill the rest, start P' new
 // workers that restore — is the orchestrator's part (Kubernetes, or Flink's
