@@ -138,7 +138,20 @@ type noteMsg struct {
 	// Failover marks an abort by a new leader of a checkpoint its
 	// predecessor triggered: the cause wraps ErrFailover.
 	Failover bool `json:"failover,omitempty"`
+	// NotReady marks a cause that wraps coordinator.ErrNotReady (a benign
+	// decline, not counted as a failure).
+	NotReady bool `json:"notReady,omitempty"`
 }
+
+// remoteCause is a cause that crossed etcd as text: its message as it
+// was, and the sentinel it wrapped.
+type remoteCause struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteCause) Error() string { return e.msg }
+func (e *remoteCause) Unwrap() error { return e.sentinel }
 
 func (m *noteMsg) version() int { return m.V }
 
@@ -153,6 +166,7 @@ func abortedNote(id coordinator.CheckpointID, err error) noteMsg {
 		n.Savepoint, n.Reason, n.Participant = ae.Savepoint, ae.Reason.String(), string(ae.Participant)
 		if ae.Cause != nil {
 			n.Cause = ae.Cause.Error()
+			n.NotReady = errors.Is(ae.Cause, coordinator.ErrNotReady)
 		}
 	} else if err != nil {
 		n.Cause = err.Error()
@@ -176,6 +190,8 @@ func (m *noteMsg) err() error {
 	switch {
 	case m.Failover:
 		cause = fmt.Errorf("%w: %s", ErrFailover, m.Cause)
+	case m.NotReady:
+		cause = &remoteCause{msg: m.Cause, sentinel: coordinator.ErrNotReady}
 	case m.Cause != "":
 		cause = errors.New(m.Cause)
 	}

@@ -2,6 +2,7 @@ package etcdcoord
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,17 @@ func TestNotificationsCarryTheAbort(t *testing.T) {
 	failover := noteMsg{V: 1, ID: 3, Reason: coordinator.AbortShutdown.String(), Cause: "x took over", Failover: true}
 	if err := failover.err(); !errors.Is(err, ErrFailover) || !errors.Is(err, coordinator.ErrShutdown) {
 		t.Errorf("failover abort %v", err)
+	}
+	benign := &coordinator.AbortError{ID: 10, Reason: coordinator.AbortDeclined, Participant: "op/1", Cause: fmt.Errorf("absent: %w", coordinator.ErrNotReady)}
+	var bm noteMsg
+	if err := decode([]byte(encode(abortedNote(10, benign))), &bm); err != nil {
+		t.Fatal(err)
+	}
+	if err := bm.err(); !errors.Is(err, coordinator.ErrNotReady) || !errors.Is(err, coordinator.ErrDeclined) || err.Error() != benign.Error() {
+		t.Errorf("received %v, sent %v (a not-ready decline)", err, benign)
+	}
+	if err := m.err(); errors.Is(err, coordinator.ErrNotReady) {
+		t.Errorf("received %v: not a not-ready decline", err)
 	}
 	d := declineMsg{Cause: "draining", NotReady: true}
 	if err := d.cause("op/1"); !errors.Is(err, coordinator.ErrNotReady) {
