@@ -149,8 +149,8 @@ func (o *Options) expectedIDs() []coordinator.ParticipantID {
 
 // Coordinator is one of a job's coordinator processes. It campaigns for
 // the leadership of the job and, while it leads, runs a driver.Coordinator
-// whose participants are the instances registered in etcd (see the package
-// doc). While another coordinator leads, it waits as a standby. It is safe
+// whose participants are the job's expected instances (Options.Expected),
+// or else those registered in etcd (see the package doc). While another coordinator leads, it waits as a standby. It is safe
 // for concurrent use.
 type Coordinator struct {
 	cli  *clientv3.Client

@@ -88,11 +88,11 @@
 //
 //   - members/<instance>: an instance's registration (its operator), put
 //     under the instance's own lease. The leader watches members/: a new
-//     key adds a participant to the driver; a deleted one — the instance
-//     left, or its lease expired because its process died — removes it,
-//     which aborts the pending checkpoints still waiting for it, as the
-//     core's rules say (coordinator.AbortParticipantLost; not counted as a
-//     failure).
+//     key makes the instance a participant; a deleted one — the instance
+//     left, or its lease expired because its process died — aborts the
+//     pending checkpoints still waiting for it, as the core's rules say
+//     (coordinator.AbortParticipantLost; not counted as a failure). See
+//     "Expected participants" for what a participant is.
 //   - inbox/<instance>/t/<id>: a trigger for the instance. The instance
 //     watches its inbox and hands triggers to its driver.Instance.
 //   - acks/<id>/<instance>: the instance's acknowledgement (its
@@ -112,6 +112,34 @@
 // The leader's writes are queued and written in order by one goroutine,
 // several to a transaction, and retried until they land or the fence
 // fails; the driver's participant calls never wait for etcd.
+//
+// # Expected participants
+//
+// A checkpoint of a keyed job is restorable only if it holds every key
+// group, so it must include every operator instance of the job — and etcd
+// alone cannot say which instances those are: a dead instance's
+// registration expires, and a restarted job's instances join one at a
+// time. Options.Expected is therefore the job graph, each operator's
+// parallelism, as Flink's JobManager knows it. The leader adds every
+// expected instance ("op/0" … "op/<p-1>") to its driver when it takes
+// over, registered or not. A trigger to an expected instance that is not
+// registered is declined on its behalf with an error wrapping
+// coordinator.ErrNotReady: the checkpoint aborts without counting towards
+// TolerableFailures — Flink likewise declines to trigger while a task is
+// not running — and no checkpoint completes without that instance. When a
+// registered instance's registration goes, the driver forgets it and adds
+// it back, absent, in two steps; a checkpoint triggered in between is
+// declined too. A registration that Expected does not name (an unknown
+// operator, an index not below the parallelism) is refused, with an error
+// in the log, and never takes part in a checkpoint. Changing a
+// parallelism means starting the coordinators again with the new Expected.
+//
+// Without Expected the participants are exactly the registered instances,
+// and a checkpoint completes with whichever are registered when it is
+// triggered — after an instance died, or before all of a restarted job's
+// instances joined, it lacks their key groups and cannot be restored.
+// That mode suits only jobs whose instances hold no keyed state, and
+// tests; a keyed job must set Expected.
 //
 // # Failover time
 //

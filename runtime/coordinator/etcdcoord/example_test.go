@@ -34,6 +34,9 @@ func Example_coordinator() {
 		Storage:  storage,
 		Config:   coordinator.Config{Interval: 10 * time.Second, Retained: 3},
 		LeaseTTL: 10 * time.Second,
+		// The job graph: operator "clicks" at parallelism 3. No
+		// checkpoint completes without all three instances.
+		Expected: map[string]int{"clicks": 3},
 	})
 	if err != nil {
 		log.Fatal(err)
