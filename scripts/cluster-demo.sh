@@ -3,7 +3,8 @@
 #
 # Starts etcd and MinIO on loopback (installed by .ci/etcd.sh and
 # .ci/minio.sh), builds examples/cluster, starts three workers (the job at
-# parallelism 3) and two coordinators (a leader and a standby), kills the
+# parallelism 3) and two coordinators (a leader and a standby, which expect
+# the three workers: -parallelism 3), kills the
 # leader with SIGKILL mid-stream, shows the standby taking over, waits for
 # the workers to finish and verifies that their final state equals that of
 # an uninterrupted run. Everything it starts is stopped at exit, and its
@@ -88,6 +89,15 @@ curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECR
 ckpts="s3://demo/$job?endpoint=127.0.0.1:$minio_port"
 common=(-etcd "127.0.0.1:$etcd_port" -job "$job" -checkpoints "$ckpts" -lease 2s)
 
+say "coordinators a (first, so the leader) and b (standby)"
+for c in a b; do
+	"$work/cluster" coordinator "${common[@]}" -name "coord-$c" -interval 200ms -timeout 2s \
+		-tolerable-failures 3 -parallelism 3 2>"$work/coord-$c.log" &
+	pids+=($!)
+	declare "pid_$c=$!"
+	wait_for "$work/coord-$c.log" 'msg="started' 30
+	[ $c = a ] && wait_for "$work/coord-a.log" 'msg=leading' 30
+done
 say "3 workers: $events events at $rate offsets/s each"
 workers=()
 for i in 0 1 2; do
@@ -96,17 +106,9 @@ for i in 0 1 2; do
 	pids+=($!)
 	workers+=($!)
 done
-for i in 0 1 2; do wait_for "$work/worker-$i.log" 'msg=joined' 60; done
+# No need to wait for them: the coordinators expect all three
+# (-parallelism 3) and complete no checkpoint until all have joined.
 
-say "coordinators a (first, so the leader) and b (standby)"
-for c in a b; do
-	"$work/cluster" coordinator "${common[@]}" -name "coord-$c" -interval 200ms -timeout 2s \
-		-tolerable-failures 3 2>"$work/coord-$c.log" &
-	pids+=($!)
-	declare "pid_$c=$!"
-	wait_for "$work/coord-$c.log" 'msg="started' 30
-	[ $c = a ] && wait_for "$work/coord-a.log" 'msg=leading' 30
-done
 wait_for "$work/coord-a.log" 'msg=counts .*completed=[3-9]' 60
 say "leader coord-a: $(grep 'msg=counts' "$work/coord-a.log" | tail -1 | grep -oE 'triggered=.*')"
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -232,6 +233,58 @@ func TestWorkerKilledRescale(t *testing.T) {
 	c.verify(dumps)
 }
 
+// A worker dies and is restarted alone, at the same parallelism, while the
+// coordinators stay up. While it is gone, every checkpoint is declined as
+// not ready on its behalf: none completes without its key groups, and the
+// job does not fail. The restarted worker restores its share of the
+// latest checkpoint (every key group is in it), checkpoints complete
+// again, and the job ends with the reference run's state.
+func TestWorkerRestartedCoordinatorsStay(t *testing.T) {
+	// Long enough that workers 0 and 2 are still running when worker 1
+	// is back: a checkpoint needs all three.
+	c := newCluster(t, 12)
+	workers, dumps, coords := c.job(1, 3)
+	c.waitFor("a first checkpoint", 60*time.Second, func() bool { return len(c.index()) > 0 }, workers...)
+	workers[1].kill()
+	t.Logf("killed %s", workers[1].name)
+	c.waitFor("the dead worker's lease to expire", 30*time.Second, func() bool { return c.members() == 2 }, workers[0], workers[2])
+	gone, _ := latest(c.index())
+	name, err := etcdcoord.Leader(context.Background(), c.cli, etcdcoord.Job{Name: jobName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := coords[name]
+	if leader == nil {
+		t.Fatalf("the leader is %q, not one of the coordinators", name)
+	}
+	absent := fmt.Sprintf("%s/1 is not registered", pipeline.Operator)
+	c.waitFor("three checkpoints declined for the absent worker", 30*time.Second, func() bool {
+		return len(logLines(t, leader, absent)) >= 3
+	}, workers[0], workers[2], leader)
+	if l, _ := latest(c.index()); l.ID != gone.ID {
+		t.Fatalf("checkpoint %d completed without worker 1 (the latest was %d when it was gone)", l.ID, gone.ID)
+	}
+
+	again, out := c.worker(2, 1, 3)
+	workers[1], dumps[1] = again, out
+	c.waitFor("a checkpoint with the restarted worker", 60*time.Second, func() bool {
+		l, ok := latest(c.index())
+		return ok && l.ID > gone.ID
+	}, workers...)
+	if len(logLines(t, again, `msg=restored`, "checkpoint="+gone.Name)) == 0 {
+		t.Errorf("%s did not restore %s", again.name, gone.Name)
+	}
+	c.finish(workers)
+	for _, p := range coords {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited: %v", p.name, p.err)
+		default:
+		}
+	}
+	c.verify(dumps)
+}
+
 // The object store goes away for a while: checkpoints fail (within the
 // tolerable failures), processing goes on, and checkpoints complete again
 // once it is back.
@@ -300,9 +353,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"worker", "-parallelism", "2", "-index", "0", "-out", "f"}, "-checkpoints: required"},
 		{[]string{"worker", "-checkpoints", "/x", "-parallelism", "2", "-index", "0", "-out", "f", "-seed", "0"}, "-seed: 0"},
 		{[]string{"worker", "-checkpoints", "/x", "-parallelism", "2", "-index", "0", "-out", "f", "-rate", "-1"}, "-rate: -1 is negative"},
-		{[]string{"coordinator", "-checkpoints", "/x", "-interval", "1ms"}, "-interval: 1ms"},
-		{[]string{"coordinator", "-checkpoints", "/x", "-lease", "100ms"}, "-lease: 100ms"},
-		{[]string{"coordinator", "-checkpoints", "/x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "3", "-interval", "1ms"}, "-interval: 1ms"},
+		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "3", "-lease", "100ms"}, "-lease: 100ms"},
+		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "3", "extra"}, `unexpected argument "extra"`},
+		{[]string{"coordinator", "-checkpoints", "/x"}, "-parallelism: 0 is not positive"},
+		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "-1"}, "-parallelism: -1 is not positive"},
 		{[]string{"coordinator", "-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"verify"}, "no dump files given"},
 	} {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/stategen/stategen/examples/clickstream/pipeline"
 	"github.com/stategen/stategen/runtime/coordinator"
 	"github.com/stategen/stategen/runtime/coordinator/etcdcoord"
 )
@@ -22,6 +23,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 5*time.Second, "a checkpoint not complete after this long fails")
 	tolerable := fs.Int("tolerable-failures", 3, "consecutive failed checkpoints tolerated before the job fails")
 	retained := fs.Int("retained", 2, "completed checkpoints kept")
+	parallelism := fs.Int("parallelism", 0, "the job's parallelism: every checkpoint covers workers 0 … parallelism-1 (required)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -36,6 +38,8 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) int {
 		bad = fmt.Errorf("-tolerable-failures: %d is negative", *tolerable)
 	case *retained < 1:
 		bad = fmt.Errorf("-retained: %d: keep at least one checkpoint", *retained)
+	case *parallelism <= 0:
+		bad = fmt.Errorf("-parallelism: %d is not positive (it is required: the job's workers)", *parallelism)
 	}
 	if bad != nil {
 		fmt.Fprintf(stderr, "cluster coordinator: %v\n", bad)
@@ -63,6 +67,8 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) int {
 		LeaseTTL: c.lease,
 		Name:     *name,
 		Logger:   log,
+		// The job graph: no checkpoint completes without every worker.
+		Expected: map[string]int{pipeline.Operator: *parallelism},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "cluster coordinator: %v\n", err)

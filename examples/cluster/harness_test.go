@@ -183,33 +183,41 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-func (c *cluster) coordinator(name string) *proc {
+// coordinator starts a coordinator of the job at parallelism p.
+func (c *cluster) coordinator(name string, p int) *proc {
 	return c.start(name, "coordinator", "-etcd", c.etcd.Endpoint(), "-job", jobName,
 		"-checkpoints", c.url, "-interval", interval.String(), "-lease", lease.String(),
-		"-timeout", "1s", "-tolerable-failures", strconv.Itoa(c.tolerable), "-name", name)
+		"-timeout", "1s", "-tolerable-failures", strconv.Itoa(c.tolerable), "-name", name,
+		"-parallelism", strconv.Itoa(p))
 }
 
-// job starts p workers of generation gen, waits until all have joined,
-// then starts the two coordinators: the orchestrator deploys every task
-// before checkpointing starts, so no checkpoint covers only part of them.
+// job starts the two coordinators of generation gen at parallelism p, then
+// its p workers. The coordinators need not wait for the workers: they
+// expect all p (-parallelism), and decline every checkpoint as not ready
+// until all have joined, so no checkpoint covers only part of them.
 func (c *cluster) job(gen, p int) (workers []*proc, dumps []string, coords map[string]*proc) {
 	c.t.Helper()
-	for i := range p {
-		out := filepath.Join(c.dir, fmt.Sprintf("dump-%d-%d", gen, i))
-		dumps = append(dumps, out)
-		workers = append(workers, c.start(fmt.Sprintf("worker-%d-%d", gen, i), "worker",
-			"-etcd", c.etcd.Endpoint(), "-job", jobName, "-checkpoints", c.url, "-lease", lease.String(),
-			"-index", strconv.Itoa(i), "-parallelism", strconv.Itoa(p),
-			"-events", strconv.FormatInt(c.stream.Len, 10), "-seed", strconv.FormatUint(c.stream.Seed, 10),
-			"-users", strconv.Itoa(c.stream.Users), "-rate", strconv.Itoa(c.rate), "-out", out))
-	}
-	c.waitFor(fmt.Sprintf("%d workers to join", p), 60*time.Second, func() bool { return c.members() == p }, workers...)
 	coords = map[string]*proc{}
 	for _, n := range []string{"a", "b"} {
 		name := fmt.Sprintf("coord-%d%s", gen, n)
-		coords[name] = c.coordinator(name)
+		coords[name] = c.coordinator(name, p)
+	}
+	for i := range p {
+		w, out := c.worker(gen, i, p)
+		workers, dumps = append(workers, w), append(dumps, out)
 	}
 	return workers, dumps, coords
+}
+
+// worker starts worker i of p of generation gen, and returns it and the
+// file it dumps its final state to.
+func (c *cluster) worker(gen, i, p int) (*proc, string) {
+	out := filepath.Join(c.dir, fmt.Sprintf("dump-%d-%d", gen, i))
+	return c.start(fmt.Sprintf("worker-%d-%d", gen, i), "worker",
+		"-etcd", c.etcd.Endpoint(), "-job", jobName, "-checkpoints", c.url, "-lease", lease.String(),
+		"-index", strconv.Itoa(i), "-parallelism", strconv.Itoa(p),
+		"-events", strconv.FormatInt(c.stream.Len, 10), "-seed", strconv.FormatUint(c.stream.Seed, 10),
+		"-users", strconv.Itoa(c.stream.Users), "-rate", strconv.Itoa(c.rate), "-out", out), out
 }
 
 // members counts the registered instances.

@@ -3,7 +3,7 @@
 // etcd, with checkpoints in S3-compatible object storage: the layout of a
 // job running on many machines.
 //
-//	cluster coordinator -etcd HOST:PORT -job NAME -checkpoints s3://BUCKET/PREFIX?endpoint=...
+//	cluster coordinator -etcd HOST:PORT -job NAME -checkpoints s3://BUCKET/PREFIX?endpoint=... -parallelism P
 //	cluster worker      -etcd HOST:PORT -job NAME -checkpoints s3://... -index I -parallelism P -out FILE
 //	cluster verify      -events N -seed S -users U DUMP...
 //
@@ -22,10 +22,19 @@
 // two records, its operator-state blob being its pipeline.Position. It
 // reads at most -rate offsets per second. At the end of the stream it
 // writes its final state in the pipeline's canonical form (pipeline.Dump)
-// to -out, leaves the job and exits 0. The coordinator knows the
-// registered instances, not the job's parallelism: checkpoints completed
-// after a worker has left cover only the others' key groups, and a restore
-// from one fails (pipeline.Thresholds names the missing key group).
+// to -out, leaves the job and exits 0.
+//
+// The coordinator knows the job graph: -parallelism P makes workers 0 …
+// P-1 the expected instances (etcdcoord.Options.Expected), and every
+// checkpoint needs all of them. Until all have joined, and while one is
+// gone (dead, its lease expired, or finished), each checkpoint is declined
+// as not ready on the missing worker's behalf — not counted as a failure —
+// so no completed checkpoint lacks a worker's key groups. Coordinators may
+// therefore start before the workers, and stay up while a worker restarts
+// at the same parallelism; a worker registering with an index outside
+// [0, P) is refused. To rescale, restart the coordinators with the new
+// -parallelism along with the new workers (as Flink redeploys the job
+// graph).
 //
 // Restarting the job after a lost worker — kill the rest, start P' new
 // workers that restore — is the orchestrator's part (Kubernetes, or Flink's
