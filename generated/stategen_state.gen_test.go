@@ -1702,7 +1702,7 @@ func stategenCompareSessionKey(a, b *SessionKey) int {
 	if c := cmp.Compare(a.Weight, b.Weight); c != 0 {
 		return c
 	}
-	if c := time.Time(a.At).Compare(time.Time(b.At)); c != 0 {
+	if c := stategenCompareTime(time.Time(a.At), time.Time(b.At)); c != 0 {
 		return c
 	}
 	if c := stategenCompareBool(bool(a.Active), bool(b.Active)); c != 0 {
@@ -1823,6 +1823,14 @@ func stategenCompareBool(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// stategenCompareTime is the order of time keys: by Unix seconds, then nanoseconds.
+// It is chronological but for the times below time.Unix(math.MinInt64, 0),
+// whose seconds wrap (see runtime.AppendTimeKey); decoding arbitrary bytes
+// makes them, random times do not.
+func stategenCompareTime(a, b time.Time) int {
+	return cmp.Or(cmp.Compare(a.Unix(), b.Unix()), cmp.Compare(a.Nanosecond(), b.Nanosecond()))
 }
 
 func stategenSign(c int) int {

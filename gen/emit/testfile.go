@@ -236,7 +236,7 @@ func (e *emitter) compareExpr(t *model.Type, x, y jen.Code) jen.Code {
 	case model.Bytes:
 		return jen.Qual("bytes", "Compare").Call(x, y)
 	case model.Time:
-		return jen.Qual("time", "Time").Call(x).Dot("Compare").Call(jen.Qual("time", "Time").Call(y))
+		return jen.Id(reservedPrefix+"CompareTime").Call(jen.Qual("time", "Time").Call(x), jen.Qual("time", "Time").Call(y))
 	}
 	return jen.Qual("cmp", "Compare").Call(x, y)
 }
@@ -459,6 +459,12 @@ func (e *emitter) testHelpers() {
 			jen.Case(jen.Id("a").Op("==").Id("b")).Block(jen.Return(jen.Lit(0))),
 			jen.Case(jen.Id("a")).Block(jen.Return(jen.Lit(1)))),
 		jen.Return(jen.Lit(-1)))
+	e.f.Line()
+	e.comment(reservedPrefix + "CompareTime is the order of time keys: by Unix seconds, then nanoseconds.\nIt is chronological but for the times below time.Unix(math.MinInt64, 0),\nwhose seconds wrap (see runtime.AppendTimeKey); decoding arbitrary bytes\nmakes them, random times do not.")
+	e.f.Func().Id(reservedPrefix + "CompareTime").Params(jen.List(jen.Id("a"), jen.Id("b")).Qual("time", "Time")).Int().Block(
+		jen.Return(jen.Qual("cmp", "Or").Call(
+			jen.Qual("cmp", "Compare").Call(jen.Id("a").Dot("Unix").Call(), jen.Id("b").Dot("Unix").Call()),
+			jen.Qual("cmp", "Compare").Call(jen.Id("a").Dot("Nanosecond").Call(), jen.Id("b").Dot("Nanosecond").Call()))))
 	e.f.Line()
 	e.f.Func().Id(reservedPrefix + "Sign").Params(jen.Id("c").Int()).Int().Block(
 		jen.Return(jen.Id("min").Call(jen.Lit(1), jen.Id("max").Call(jen.Lit(-1), jen.Id("c")))))

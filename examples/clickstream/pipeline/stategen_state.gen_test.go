@@ -553,6 +553,14 @@ func stategenCompareBool(a, b bool) int {
 	return -1
 }
 
+// stategenCompareTime is the order of time keys: by Unix seconds, then nanoseconds.
+// It is chronological but for the times below time.Unix(math.MinInt64, 0),
+// whose seconds wrap (see runtime.AppendTimeKey); decoding arbitrary bytes
+// makes them, random times do not.
+func stategenCompareTime(a, b time.Time) int {
+	return cmp.Or(cmp.Compare(a.Unix(), b.Unix()), cmp.Compare(a.Nanosecond(), b.Nanosecond()))
+}
+
 func stategenSign(c int) int {
 	return min(1, max(-1, c))
 }
