@@ -111,6 +111,7 @@ type crashStats struct {
 	midDelete     int // left an older checkpoint without metadata: killed deleting it
 	debris        int // kills after which Cleanup removed something
 	advanced      int // kills after which the latest checkpoint was a new one
+	counterDebris int // uncommitted writes of the id counter left in the end
 	maxOffset     int64
 	lastID        uint64
 }
@@ -281,6 +282,19 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 		if !slices.Equal(after, names) {
 			fail("after cleanup (removed %v) the directory holds %v, want the committed %v", removed, after, names)
 		}
+		// Nor does any uncommitted write (checkpoint.Dir's temporary files)
+		// survive, but in the coordinator's reserved directory, which
+		// Cleanup leaves alone: those are counted.
+		tmps, err := filepath.Glob(filepath.Join(dir, "*", ".tmp-*"))
+		if err != nil {
+			fail("glob: %v", err)
+		}
+		for _, f := range tmps {
+			if filepath.Base(filepath.Dir(f)) != checkpoint.CoordinatorName {
+				fail("the uncommitted write %s survived cleanup", f)
+			}
+		}
+		st.counterDebris = len(tmps)
 
 		// Restore the latest checkpoint at a random parallelism and
 		// compare it with the reference at its recorded positions.
@@ -328,8 +342,8 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 			k, spec.Parallelism, spec.Interval, kill, lived.Round(time.Millisecond), name, q, slices.Min(th), slices.Max(th))
 	}
 	t.Logf("survived %d kills: %d killed during the restore, %d mid-checkpoint-write (%d of them with every data file written, before the metadata commit), "+
-		"%d while deleting a retained checkpoint, %d left debris for cleanup; the latest checkpoint moved on after %d kills, to %s (id %d) at stream offset %d; %d events in the reference",
-		st.kills, st.duringRestore, st.midWrite, st.allFiles, st.midDelete, st.debris, st.advanced, latest, st.lastID, st.maxOffset, ref.events)
+		"%d while deleting a retained checkpoint, %d left debris for cleanup, %d uncommitted id-counter writes left; the latest checkpoint moved on after %d kills, to %s (id %d) at stream offset %d; %d events in the reference",
+		st.kills, st.duringRestore, st.midWrite, st.allFiles, st.midDelete, st.debris, st.counterDebris, st.advanced, latest, st.lastID, st.maxOffset, ref.events)
 	if st.advanced == 0 {
 		t.Fatalf("seed %d: no checkpoint completed in %d runs: the test checked nothing", seed, kills)
 	}
