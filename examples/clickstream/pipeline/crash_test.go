@@ -37,7 +37,8 @@ import (
 // a reference computed from the stream alone at that checkpoint's recorded
 // positions. Then it starts the next child on the same directory, which
 // restores that checkpoint itself (at another random parallelism) and goes
-// on, until the next kill: one chain of kills, restores and continuations.
+// on, until the next kill: one chain of kills, restores and continuations,
+// crashChainKills long.
 //
 //	STATEGEN_CRASH_KILLS=500 go test -run TestCrash ./examples/clickstream/pipeline
 //
@@ -46,8 +47,11 @@ import (
 // not its timing, which the machine decides.
 const (
 	crashKillsDefault = 20
-	crashKillsEnv     = "STATEGEN_CRASH_KILLS"
-	crashSeedEnv      = "STATEGEN_CRASH_SEED"
+	// crashChainKills is the length of a chain: after so many kills the
+	// test starts again in a new directory.
+	crashChainKills = 100
+	crashKillsEnv   = "STATEGEN_CRASH_KILLS"
+	crashSeedEnv    = "STATEGEN_CRASH_SEED"
 	// crashChildEnv holds the child's crashSpec, as JSON; set, the test
 	// binary is a child and runs no test.
 	crashChildEnv = "STATEGEN_CRASH_CHILD"
@@ -141,29 +145,50 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 	const users = 500
 	streamSeed := 1 + seed%1000
 	root := t.TempDir()
-	dir := filepath.Join(root, "checkpoints")
 	tmp := filepath.Join(root, "tmp") // the children's scratch directories
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	storage, err := checkpoint.NewDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := newPositionReference(Stream{Seed: streamSeed, Users: users, Len: 1 << 62}, maxP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
 
 	var st crashStats
-	committed := map[string]bool{} // the committed checkpoints seen so far
-	var maxSeen uint64             // the highest checkpoint id ever seen in the directory
-	latest := ""
+	var (
+		dir       string             // the chain's checkpoint directory
+		storage   *checkpoint.Dir    // ... as a Storage
+		ref       *positionReference // the chain's reference
+		committed map[string]bool    // the committed checkpoints seen so far
+		maxSeen   uint64             // the highest checkpoint id ever seen in the directory
+		latest    string             // the checkpoint restored last
+		tmps      []string           // uncommitted writes of the id counter
+	)
+	defer func() {
+		if ref != nil {
+			ref.Close()
+		}
+	}()
 	for k := range kills {
 		fail := func(format string, args ...any) {
 			t.Helper()
 			t.Fatalf("seed %d, kill %d: %s", seed, k, fmt.Sprintf(format, args...))
+		}
+		if k%crashChainKills == 0 {
+			// A new chain: the state of a long one grows with the
+			// stream, and so would the time of each kill.
+			if ref != nil {
+				ref.Close()
+				st.counterDebris += len(tmps)
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dir = filepath.Join(root, fmt.Sprintf("checkpoints-%d", k/crashChainKills))
+			var err error
+			if storage, err = checkpoint.NewDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			if ref, err = newPositionReference(Stream{Seed: streamSeed, Users: users, Len: 1 << 62}, maxP); err != nil {
+				t.Fatal(err)
+			}
+			committed, maxSeen, latest, tmps = map[string]bool{}, 0, "", nil
 		}
 		spec := crashSpec{
 			Dir: dir, Parallelism: 1 + rng.IntN(4), Interval: time.Duration(20+rng.IntN(31)) * time.Millisecond,
@@ -285,7 +310,7 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 		// Nor does any uncommitted write (checkpoint.Dir's temporary files)
 		// survive, but in the coordinator's reserved directory, which
 		// Cleanup leaves alone: those are counted.
-		tmps, err := filepath.Glob(filepath.Join(dir, "*", ".tmp-*"))
+		tmps, err = filepath.Glob(filepath.Join(dir, "*", ".tmp-*"))
 		if err != nil {
 			fail("glob: %v", err)
 		}
@@ -294,7 +319,6 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 				fail("the uncommitted write %s survived cleanup", f)
 			}
 		}
-		st.counterDebris = len(tmps)
 
 		// Restore the latest checkpoint at a random parallelism and
 		// compare it with the reference at its recorded positions.
@@ -341,9 +365,11 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 		t.Logf("kill %d: child p=%d every %v killed %v, lived %v; restored %s at p=%d: positions [%d, %d]",
 			k, spec.Parallelism, spec.Interval, kill, lived.Round(time.Millisecond), name, q, slices.Min(th), slices.Max(th))
 	}
+	st.counterDebris += len(tmps)
 	t.Logf("survived %d kills: %d killed during the restore, %d mid-checkpoint-write (%d of them with every data file written, before the metadata commit), "+
-		"%d while deleting a retained checkpoint, %d left debris for cleanup, %d uncommitted id-counter writes left; the latest checkpoint moved on after %d kills, to %s (id %d) at stream offset %d; %d events in the reference",
-		st.kills, st.duringRestore, st.midWrite, st.allFiles, st.midDelete, st.debris, st.counterDebris, st.advanced, latest, st.lastID, st.maxOffset, ref.events)
+		"%d while deleting a retained checkpoint, %d left debris for cleanup, %d uncommitted id-counter writes left; the latest checkpoint moved on after %d kills; %d chains, the last up to %s (id %d) at stream offset %d, %d events in its reference",
+		st.kills, st.duringRestore, st.midWrite, st.allFiles, st.midDelete, st.debris, st.counterDebris, st.advanced,
+		(kills+crashChainKills-1)/crashChainKills, latest, st.lastID, st.maxOffset, ref.events)
 	if st.advanced == 0 {
 		t.Fatalf("seed %d: no checkpoint completed in %d runs: the test checked nothing", seed, kills)
 	}
