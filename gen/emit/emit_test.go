@@ -79,3 +79,27 @@ func TestNoStateNoFile(t *testing.T) {
 		}
 	}
 }
+
+func TestGeneratedFuzzChecksKeyOrder(t *testing.T) {
+	p := pkgWith("S", "Event", "Slot")
+	p.Structs[0].States[0].Key = &model.Type{Kind: model.Named, Pkg: "example.com/p", PkgName: "p", Name: "Slot",
+		Under: &model.Type{Kind: model.Struct, Fields: []model.Field{
+			{Name: "At", Type: &model.Type{Kind: model.Time}},
+			{Name: "N", Type: &model.Type{Kind: model.Int64}},
+		}}}
+	code, err := TestFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"func stategenFuzzKSlot(data []byte) (int, error) {",
+		"for n := range 2 {",
+		"want, have := stategenCompareSlot(&keys[0], &keys[1]), bytes.Compare(encs[0], encs[1])",
+		"func stategenFuzzVEvent(data []byte) (int, error) {",
+		`{"SlotCodec/key", stategenCheckKSlot, stategenFuzzKSlot, stategenSeedKSlot}`,
+	} {
+		if !strings.Contains(string(code), want) {
+			t.Errorf("generated test file lacks %q:\n%s", want, code)
+		}
+	}
+}

@@ -43,11 +43,11 @@ func TestFile(pkg *model.Package) ([]byte, error) {
 		// Only the runtime's built-in codecs: nothing to test here.
 		return nil, nil
 	}
-	e.f.Comment(reservedPrefix + "CodecTest is a generated codec under test.")
+	e.comment(reservedPrefix + "CodecTest is a generated codec under test. fuzz decodes arbitrary bytes\nand returns how many keys or values it decoded, or an error if what it\ndecoded breaks a law of the codec.")
 	e.f.Type().Id(reservedPrefix+"CodecTest").Struct(
 		jen.Id("name").String(),
 		jen.Id("check").Func().Params(jen.Op("*").Qual("testing", "T"), jen.Op("*").Qual("math/rand/v2", "Rand")),
-		jen.Id("fuzz").Func().Params(jen.Index().Byte()).Error(),
+		jen.Id("fuzz").Func().Params(jen.Index().Byte()).Params(jen.Int(), jen.Error()),
 		jen.Id("seed").Func().Params(jen.Op("*").Qual("math/rand/v2", "Rand")).Index().Byte(),
 	)
 	e.f.Line()
@@ -236,7 +236,7 @@ func (e *emitter) compareExpr(t *model.Type, x, y jen.Code) jen.Code {
 	case model.Bytes:
 		return jen.Qual("bytes", "Compare").Call(x, y)
 	case model.Time:
-		return jen.Qual("time", "Time").Call(x).Dot("Compare").Call(jen.Qual("time", "Time").Call(y))
+		return jen.Id(reservedPrefix+"CompareTime").Call(jen.Qual("time", "Time").Call(x), jen.Qual("time", "Time").Call(y))
 	}
 	return jen.Qual("cmp", "Compare").Call(x, y)
 }
@@ -299,17 +299,17 @@ func (e *emitter) checkValue(c *codec) jen.Code {
 	)
 	e.f.Line()
 	e.f.Comment(fuzz + " decodes arbitrary bytes with " + c.name + "; what decodes must survive a round trip.")
-	e.f.Func().Id(fuzz).Params(jen.Id("data").Index().Byte()).Error().Block(
+	e.f.Func().Id(fuzz).Params(jen.Id("data").Index().Byte()).Params(jen.Int(), jen.Error()).Block(
 		decl,
 		jen.List(jen.Id("v"), jen.Id("_"), jen.Err()).Op(":=").Add(cv).Dot("DecodeValue").Call(jen.Id("data")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil())),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Lit(0), jen.Nil())),
 		jen.Id("b").Op(":=").Add(cv).Dot("AppendValue").Call(jen.Nil(), jen.Id("v")),
 		jen.List(jen.Id("w"), jen.Id("rest"), jen.Err()).Op(":=").Add(cv).Dot("DecodeValue").Call(jen.Id("b")),
 		jen.If(jen.Err().Op("!=").Nil().Op("||").Len(jen.Id("rest")).Op("!=").Lit(0)).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%#v re-encodes as %x, which does not decode: %v"), jen.Id("v"), jen.Id("b"), jen.Err()))),
+			jen.Return(jen.Lit(1), jen.Qual("fmt", "Errorf").Call(jen.Lit("%#v re-encodes as %x, which does not decode: %v"), jen.Id("v"), jen.Id("b"), jen.Err()))),
 		jen.If(jen.Op("!").Parens(e.equalExpr(t, jen.Id("v"), jen.Id("w"), false))).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%#v decodes from its re-encoding as %#v"), jen.Id("v"), jen.Id("w")))),
-		jen.Return(jen.Nil()),
+			jen.Return(jen.Lit(1), jen.Qual("fmt", "Errorf").Call(jen.Lit("%#v decodes from its re-encoding as %#v"), jen.Id("v"), jen.Id("w")))),
+		jen.Return(jen.Lit(1), jen.Nil()),
 	)
 	e.f.Line()
 	e.f.Func().Id(seed).Params(jen.Id("r").Add(randT)).Index().Byte().Block(
@@ -350,14 +350,28 @@ func (e *emitter) checkKey(c *codec) jen.Code {
 					tT.Clone().Dot("Fatalf").Call(jen.Lit("key %d: the %d-byte prefix of %x decoded"), jen.Id("i"), jen.Id("n"), jen.Id("bx"))))),
 	)
 	e.f.Line()
-	e.comment(fuzz + " decodes arbitrary bytes with " + c.name + "; what decodes must\nre-encode to the same bytes (key encodings are canonical).")
-	e.f.Func().Id(fuzz).Params(jen.Id("data").Index().Byte()).Error().Block(
+	e.comment(fuzz + " decodes up to two keys, one after the other, from arbitrary\nbytes with " + c.name + ": each must re-encode to the bytes it was decoded from\n(key encodings are canonical) and decode alike without the bytes that\nfollow it, and the two encodings must compare like the keys.")
+	e.f.Func().Id(fuzz).Params(jen.Id("data").Index().Byte()).Params(jen.Int(), jen.Error()).Block(
 		decl,
-		jen.List(jen.Id("v"), jen.Id("rest"), jen.Err()).Op(":=").Add(cv).Dot("DecodeKey").Call(jen.Id("data")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil())),
-		jen.If(jen.Id("b").Op(":=").Add(cv).Dot("AppendKey").Call(jen.Nil(), jen.Id("v")), jen.Op("!").Qual("bytes", "Equal").Call(jen.Id("b"), jen.Id("data").Index(jen.Empty(), jen.Len(jen.Id("data")).Op("-").Len(jen.Id("rest"))))).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("key %x decodes as %#v, which encodes as %x"), jen.Id("data").Index(jen.Empty(), jen.Len(jen.Id("data")).Op("-").Len(jen.Id("rest"))), jen.Id("v"), jen.Id("b")))),
-		jen.Return(jen.Nil()),
+		jen.Var().Id("keys").Index(jen.Lit(2)).Add(e.typ(t)),
+		jen.Var().Id("encs").Index(jen.Lit(2)).Index().Byte(),
+		jen.Id("rest").Op(":=").Id("data"),
+		jen.For(jen.Id("n").Op(":=").Range().Lit(2)).Block(
+			jen.List(jen.Id("v"), jen.Id("after"), jen.Err()).Op(":=").Add(cv).Dot("DecodeKey").Call(jen.Id("rest")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("n"), jen.Nil())),
+			jen.Id("enc").Op(":=").Id("rest").Index(jen.Empty(), jen.Len(jen.Id("rest")).Op("-").Len(jen.Id("after"))),
+			jen.If(jen.Id("b").Op(":=").Add(cv).Dot("AppendKey").Call(jen.Nil(), jen.Id("v")), jen.Op("!").Qual("bytes", "Equal").Call(jen.Id("b"), jen.Id("enc"))).Block(
+				jen.Return(jen.Id("n"), jen.Qual("fmt", "Errorf").Call(jen.Lit("key %x decodes as %#v, which encodes as %x"), jen.Id("enc"), jen.Id("v"), jen.Id("b")))),
+			jen.If(jen.List(jen.Id("w"), jen.Id("tail"), jen.Err()).Op(":=").Add(cv).Dot("DecodeKey").Call(jen.Id("enc")),
+				jen.Err().Op("!=").Nil().Op("||").Len(jen.Id("tail")).Op("!=").Lit(0).Op("||").Op("!").Parens(e.equalExpr(t, jen.Id("v"), jen.Id("w"), true))).Block(
+				jen.Return(jen.Id("n"), jen.Qual("fmt", "Errorf").Call(jen.Lit("key %x decodes as %#v followed by more bytes, but alone as %#v, rest %x, %v"), jen.Id("enc"), jen.Id("v"), jen.Id("w"), jen.Id("tail"), jen.Err()))),
+			jen.List(jen.Id("keys").Index(jen.Id("n")), jen.Id("encs").Index(jen.Id("n")), jen.Id("rest")).Op("=").List(jen.Id("v"), jen.Id("enc"), jen.Id("after")),
+		),
+		jen.List(jen.Id("want"), jen.Id("have")).Op(":=").List(e.compareExpr(t, jen.Id("keys").Index(jen.Lit(0)), jen.Id("keys").Index(jen.Lit(1))), jen.Qual("bytes", "Compare").Call(jen.Id("encs").Index(jen.Lit(0)), jen.Id("encs").Index(jen.Lit(1)))),
+		jen.If(jen.Id(reservedPrefix+"Sign").Call(jen.Id("want")).Op("!=").Id("have")).Block(
+			jen.Return(jen.Lit(2), jen.Qual("fmt", "Errorf").Call(jen.Lit("keys %#v and %#v compare %d, but their encodings %x and %x compare %d"),
+				jen.Id("keys").Index(jen.Lit(0)), jen.Id("keys").Index(jen.Lit(1)), jen.Id("want"), jen.Id("encs").Index(jen.Lit(0)), jen.Id("encs").Index(jen.Lit(1)), jen.Id("have")))),
+		jen.Return(jen.Lit(2), jen.Nil()),
 	)
 	e.f.Line()
 	e.f.Func().Id(seed).Params(jen.Id("r").Add(randT)).Index().Byte().Block(
@@ -380,24 +394,33 @@ func (e *emitter) tests() {
 		),
 	)
 	e.f.Line()
-	e.comment("FuzzStategenDecode feeds arbitrary bytes to every generated decoder (the\nfirst byte picks the codec): decoders must not panic, must allocate at\nmost a small multiple of their input, and what they decode must survive a\nround trip.")
+	e.comment("FuzzStategenDecode feeds arbitrary bytes to every generated decoder (the\nfirst byte picks the codec): decoders must not panic, must allocate at\nmost a small multiple of their input, what they decode must survive a\nround trip, and two keys decoded one after the other must compare like\ntheir encodings. Its seeds are one and two encodings of random values.")
 	e.f.Func().Id("FuzzStategenDecode").Params(jen.Id("f").Op("*").Qual("testing", "F")).Block(
 		jen.Id("r").Op(":=").Qual("math/rand/v2", "New").Call(jen.Qual("math/rand/v2", "NewPCG").Call(jen.Lit(1), jen.Lit(2))),
 		jen.For(jen.List(jen.Id("i"), jen.Id("c")).Op(":=").Range().Id(reservedPrefix+"CodecTests")).Block(
-			jen.For(jen.Range().Lit(2)).Block(
-				jen.Id("f").Dot("Add").Call(jen.Append(jen.Index().Byte().Values(jen.Byte().Call(jen.Id("i"))), jen.Id("c").Dot("seed").Call(jen.Id("r")).Op("...")))),
+			jen.Id("one").Op(":=").Append(jen.Index().Byte().Values(jen.Byte().Call(jen.Id("i"))), jen.Id("c").Dot("seed").Call(jen.Id("r")).Op("...")),
+			jen.Id("f").Dot("Add").Call(jen.Id("one")),
+			jen.Id("f").Dot("Add").Call(jen.Append(jen.Id("one"), jen.Id("c").Dot("seed").Call(jen.Id("r")).Op("..."))),
 		),
 		jen.Id("f").Dot("Fuzz").Call(jen.Func().Params(jen.Id("t").Op("*").Qual("testing", "T"), jen.Id("data").Index().Byte()).Block(
 			jen.If(jen.Len(jen.Id("data")).Op("==").Lit(0)).Block(jen.Return()),
 			jen.Id("c").Op(":=").Id(reservedPrefix+"CodecTests").Index(jen.Int().Call(jen.Id("data").Index(jen.Lit(0))).Op("%").Len(jen.Id(reservedPrefix+"CodecTests"))),
-			jen.Var().List(jen.Id("before"), jen.Id("after")).Qual("runtime", "MemStats"),
-			jen.Qual("runtime", "ReadMemStats").Call(jen.Op("&").Id("before")),
-			jen.Err().Op(":=").Id("c").Dot("fuzz").Call(jen.Id("data").Index(jen.Lit(1), jen.Empty())),
-			jen.Qual("runtime", "ReadMemStats").Call(jen.Op("&").Id("after")),
+			jen.Var().Err().Error(),
+			jen.Id("fuzz").Op(":=").Func().Params().Block(jen.List(jen.Id("_"), jen.Err()).Op("=").Id("c").Dot("fuzz").Call(jen.Id("data").Index(jen.Lit(1), jen.Empty()))),
+			jen.Id("n").Op(":=").Id(reservedPrefix+"Allocated").Call(jen.Id("fuzz")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("t").Dot("Fatalf").Call(jen.Lit("%s: %v"), jen.Id("c").Dot("name"), jen.Err())),
-			jen.Comment("Two decodes and an encode of at most len(data) bytes each."),
-			jen.If(jen.List(jen.Id("n"), jen.Id("limit")).Op(":=").List(jen.Id("after").Dot("TotalAlloc").Op("-").Id("before").Dot("TotalAlloc"), jen.Lit(64).Op("*").Uint64().Call(jen.Len(jen.Id("data"))).Op("+").Lit(1<<16)), jen.Id("n").Op(">").Id("limit")).Block(
-				jen.Id("t").Dot("Fatalf").Call(jen.Lit("%s: %d input bytes made the decoder allocate %d bytes"), jen.Id("c").Dot("name"), jen.Len(jen.Id("data")), jen.Id("n"))),
+			jen.Comment("A few decodes and encodes of at most len(data) bytes each. The cheap"),
+			jen.Comment("count of runtime/metrics is span-grained; an excess is confirmed by"),
+			jen.Comment("runtime.ReadMemStats, which is exact but stops the world."),
+			jen.Id("limit").Op(":=").Lit(64).Op("*").Uint64().Call(jen.Len(jen.Id("data"))).Op("+").Lit(1<<16),
+			jen.If(jen.Id("n").Op(">").Id("limit")).Block(
+				jen.Var().List(jen.Id("before"), jen.Id("after")).Qual("runtime", "MemStats"),
+				jen.Qual("runtime", "ReadMemStats").Call(jen.Op("&").Id("before")),
+				jen.Id("fuzz").Call(),
+				jen.Qual("runtime", "ReadMemStats").Call(jen.Op("&").Id("after")),
+				jen.If(jen.Id("n").Op("=").Id("after").Dot("TotalAlloc").Op("-").Id("before").Dot("TotalAlloc"), jen.Id("n").Op(">").Id("limit")).Block(
+					jen.Id("t").Dot("Fatalf").Call(jen.Lit("%s: %d input bytes made the decoder allocate %d bytes"), jen.Id("c").Dot("name"), jen.Len(jen.Id("data")), jen.Id("n"))),
+			),
 		)),
 	)
 	e.f.Line()
@@ -405,6 +428,15 @@ func (e *emitter) tests() {
 
 func (e *emitter) testHelpers() {
 	r := jen.Id("r").Add(randT)
+	e.f.Comment(reservedPrefix + "Allocated returns the bytes of heap that f allocates, per runtime/metrics.")
+	e.f.Func().Id(reservedPrefix+"Allocated").Params(jen.Id("f").Func().Params()).Uint64().Block(
+		jen.Id("s").Op(":=").Index().Qual("runtime/metrics", "Sample").Values(jen.Values(jen.Id("Name").Op(":").Lit("/gc/heap/allocs:bytes"))),
+		jen.Qual("runtime/metrics", "Read").Call(jen.Id("s")),
+		jen.Id("before").Op(":=").Id("s").Index(jen.Lit(0)).Dot("Value").Dot("Uint64").Call(),
+		jen.Id("f").Call(),
+		jen.Qual("runtime/metrics", "Read").Call(jen.Id("s")),
+		jen.Return(jen.Id("s").Index(jen.Lit(0)).Dot("Value").Dot("Uint64").Call().Op("-").Id("before")))
+	e.f.Line()
 	e.f.Comment(reservedPrefix + "RandBits returns random bits of a random width, so that varints of every length occur.")
 	e.f.Func().Id(reservedPrefix + "RandBits").Params(r).Uint64().Block(
 		jen.Return(jen.Id("r").Dot("Uint64").Call().Op(">>").Id("r").Dot("UintN").Call(jen.Lit(65))))
@@ -444,6 +476,12 @@ func (e *emitter) testHelpers() {
 			jen.Case(jen.Id("a").Op("==").Id("b")).Block(jen.Return(jen.Lit(0))),
 			jen.Case(jen.Id("a")).Block(jen.Return(jen.Lit(1)))),
 		jen.Return(jen.Lit(-1)))
+	e.f.Line()
+	e.comment(reservedPrefix + "CompareTime is the order of time keys: by Unix seconds, then nanoseconds.\nIt is chronological but for the times below time.Unix(math.MinInt64, 0),\nwhose seconds wrap (see runtime.AppendTimeKey); decoding arbitrary bytes\nmakes them, random times do not.")
+	e.f.Func().Id(reservedPrefix + "CompareTime").Params(jen.List(jen.Id("a"), jen.Id("b")).Qual("time", "Time")).Int().Block(
+		jen.Return(jen.Qual("cmp", "Or").Call(
+			jen.Qual("cmp", "Compare").Call(jen.Id("a").Dot("Unix").Call(), jen.Id("b").Dot("Unix").Call()),
+			jen.Qual("cmp", "Compare").Call(jen.Id("a").Dot("Nanosecond").Call(), jen.Id("b").Dot("Nanosecond").Call()))))
 	e.f.Line()
 	e.f.Func().Id(reservedPrefix + "Sign").Params(jen.Id("c").Int()).Int().Block(
 		jen.Return(jen.Id("min").Call(jen.Lit(1), jen.Id("max").Call(jen.Lit(-1), jen.Id("c")))))

@@ -58,4 +58,12 @@
 // reads the final stores and the reference into a canonical, backend- and
 // parallelism-independent form and Compare lists the differences: there
 // must be none.
+//
+// The same exactly-once argument holds for a process killed at any instant,
+// any number of times: the crash test (crash_test.go) runs the job in a
+// child process that restores the latest checkpoint of a directory and goes
+// on with an endless stream, kills it with SIGKILL at random moments, and
+// after each kill restores the latest checkpoint at a random parallelism
+// and compares it with a reference that processed, for each key group,
+// exactly the events up to the offset its Position recorded.
 package pipeline

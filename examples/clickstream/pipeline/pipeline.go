@@ -461,6 +461,23 @@ type operator struct {
 	th      []int64
 	last    int64
 	skipped int64
+	// stale counts the triggers at the head of the mailbox that came
+	// before every instance had joined (see markStale).
+	stale int
+}
+
+// markStale is called once every instance of ops has joined the
+// coordinator, before their loops start. A checkpoint triggered while some
+// instances had not joined yet would lack their key groups: committed, it
+// could not be restored. The coordinator delivers triggers on the goroutine
+// that also adds participants, so every trigger of such a checkpoint is in a
+// mailbox by the time the last Join returns; the instances decline what
+// their mailboxes hold now as not ready (a trigger of a complete checkpoint
+// that slipped in meanwhile is declined too, harmlessly).
+func markStale(ops []*operator) {
+	for _, op := range ops {
+		op.stale = len(op.inst.Triggers())
+	}
 }
 
 // position returns the operator's current Position: runs of key groups
@@ -507,6 +524,11 @@ func (op *operator) loop(ctx context.Context, maxP int) error {
 				return err
 			}
 		case t := <-op.inst.Triggers():
+			if op.stale > 0 {
+				op.stale--
+				_ = op.inst.Decline(t, fmt.Errorf("%w: instance %d: triggered before every instance had joined", coordinator.ErrNotReady, op.index))
+				continue
+			}
 			// A failed synchronous phase declines the checkpoint; the
 			// next one will do.
 			_ = op.inst.Snapshot(t, op.position().Marshal())
@@ -540,6 +562,7 @@ func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash b
 			return err
 		}
 	}
+	markStale(ops)
 
 	opCtx, crashNow := context.WithCancel(ctx)
 	defer crashNow()
