@@ -160,19 +160,25 @@ func scanTable(r *htab, fn func(rec []byte) bool) bool {
 	return true
 }
 
-// mutRecord returns record pos of r's new (or old) table for writing,
-// copying its page, and the directory, first if a snapshot may see them.
+// mutRecord returns record pos of r's new (or old) table for writing. If
+// a live snapshot may see its page, the page is made safe to write first:
+// in the main table, guard saves the record's old bytes in the undo log of
+// every snapshot that sees the page; where that is not possible (a reader
+// is reading the page right now) and in the namespace index, which no
+// snapshot reads, the page, and the directory, are copied instead if a
+// snapshot may see them.
 func (t *table) mutRecord(r *htab, old bool, pos int) []byte {
 	dirp, epoch, w := &r.dir, &r.dirEpoch, int(r.w)
 	if old {
 		dirp, epoch, w = &r.odir, &r.odirEpoch, int(r.ow)
 	}
-	p := &(*dirp)[pos>>pageShift]
-	if t.cow && p.epoch < t.frozenEpoch {
+	i := pos >> pageShift
+	p := &(*dirp)[i]
+	if t.cow && p.epoch < t.frozenEpoch && (r != &t.main || !t.guard(p, i, pos, w)) {
 		if *epoch < t.frozenEpoch {
 			*dirp = append([]pg(nil), *dirp...)
 			*epoch = t.epoch
-			p = &(*dirp)[pos>>pageShift]
+			p = &(*dirp)[i]
 		}
 		p.b = append([]byte(nil), p.b...)
 		p.epoch = t.epoch

@@ -59,6 +59,9 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 	if len(t.slabs) > maxSlabs-slabHeadroom {
 		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group)
 	}
+	if len(t.held) != 0 {
+		t.unlock() // not reached: every write ends in done
+	}
 	t.cow = s.live.Load() != 0
 	t.epoch = s.seq
 	t.step(&t.main)
@@ -67,6 +70,9 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 
 // done ends a write on t.
 func (st *state) done(t *table, err error) error {
+	if len(t.held) != 0 {
+		t.unlock()
+	}
 	t.maybeCompact()
 	if err != nil {
 		return fmt.Errorf("state %q: %w", st.spec.Name, err)

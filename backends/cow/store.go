@@ -130,7 +130,9 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 			if t == nil || t.empty() {
 				continue
 			}
-			sv.tabs[i] = tableView{slabs: t.slabs, main: t.main}
+			tv := &sv.tabs[i]
+			tv.slabs, tv.main, tv.seq, tv.sh = t.slabs, t.main, s.seq, sh
+			t.protect(tv)
 			t.marks = t.mark()
 			t.frozenEpoch = s.seq
 		}
