@@ -70,7 +70,7 @@ func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
 }
 
 func (s *Store) create(spec runtime.StateSpec) runtime.State {
-	st := &state{s: s, spec: spec, tabs: make([]*table, s.cfg.KeyGroups.Len())}
+	st := &state{s: s, spec: spec, tabs: make([]*table, s.cfg.KeyGroups.Len()), start: s.cfg.KeyGroups.Start}
 	var h runtime.State
 	switch spec.Kind {
 	case runtime.KindValue:
