@@ -3,6 +3,7 @@ package cow
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 
@@ -337,15 +338,7 @@ func (tv *tableView) scanPage(ps *pageSet, sc *scanner, j int, page []byte, w, f
 		return fmt.Errorf("%w: snapshot %d released during Scan", srt.ErrReleased, tv.sh.seq)
 	}
 	if ps.pages[j].head == 0 {
-		for s := from; s < per; s++ {
-			rec := page[s*w : s*w+w : s*w+w]
-			if ctrl(rec) > recTomb {
-				if err := sc.record(rec); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return sc.page(page, w, from, per)
 	}
 	var saved [pageSlots][]byte
 	for ref := ps.pages[j].head; ref != 0; {
@@ -365,6 +358,50 @@ func (tv *tableView) scanPage(ps *pageSet, sc *scanner, j int, page []byte, w, f
 		}
 	}
 	return nil
+}
+
+// page reports the entries of records from..per of a page no write has
+// changed since the snapshot. It finds the occupied records of each run of
+// 64 without a branch per record (which would be mispredicted half the
+// time at the usual load), and reports inline entries of Value states
+// without a call of its own.
+func (sc *scanner) page(page []byte, w, from, per int) error {
+	value := sc.kind == srt.KindValue
+	for base := from; base < per; base += 64 {
+		n := min(64, per-base)
+		run := page[base*w : (base+n)*w]
+		var occ uint64
+		for i := range n {
+			occ |= b2u(binary.LittleEndian.Uint32(run[i*w:]) > recTomb) << i
+		}
+		for ; occ != 0; occ &= occ - 1 {
+			off := bits.TrailingZeros64(occ) * w
+			rec := run[off : off+w : off+w]
+			if value && rec[0]&3 == recInline && rec[4]|rec[5]|rec[6] < 0x80 {
+				ke := 7 + int(rec[4])
+				ne := ke + int(rec[5])
+				ve := ne + int(rec[6])
+				if ve <= w {
+					if err := sc.fn(srt.Entry{Key: rec[7:ke:ke], Namespace: rec[ke:ne:ne], Value: rec[ne:ve:ve]}); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := sc.record(rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// b2u converts a bool to 0 or 1 without a branch.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // scanner turns the records of a table into Entries. It allocates nothing
