@@ -61,21 +61,24 @@
 // pages made before it.
 //
 // Record pages are written in place under a live snapshot, with an undo
-// log per snapshot: before a write changes a record of the main table in a
-// page a live snapshot sees, it saves the record's old bytes in that
-// snapshot's undo log of the page (once per record and snapshot: 46 bytes
-// for the benchmark's 40-byte records) and takes the page's lock in that
-// snapshot's view until the write operation ends. The snapshot's reader
-// takes the same lock while it reads a page, and takes the records that
-// have an undo record from the log, so it reads every page as it was at
-// the snapshot, as often as it likes. Only when the reader holds the page
-// at the moment of the write (its Scan callback is running on that page)
-// does the write copy the page instead, and the page directory if a
-// snapshot sees it: the writer never waits for a reader, and a reader waits
-// for the writer at most one write operation. The namespace index of
-// sub-keyed states, which snapshots do not read, is written in place. With
-// several snapshots live, a write saves the record in the log of each one
-// that sees the page and has not saved it yet.
+// log per snapshot: the first time a write changes a record of the main
+// table in a page a live snapshot sees, it saves the record's old bytes in
+// that snapshot's undo log of the page (46 bytes for the benchmark's
+// 40-byte records) and publishes the page's new undo-list head. The
+// snapshot's reader marks the page as being read, then takes the head, and
+// reads saved records from the log, never from the page: it reads every
+// page as it was at the snapshot, as often as it likes. The two meet
+// without a lock (Dekker's argument on sequentially consistent atomics:
+// the writer publishes the head before it looks for a reader, the reader
+// announces itself before it takes the head), so either the reader sees
+// the saved record, or the writer sees the reader on the page — and then
+// copies the page instead of writing it, and the page directory if a
+// snapshot sees it. Later writes to a saved record need nothing at all.
+// The writer never waits for a reader, and a reader never waits for the
+// writer. The namespace index of sub-keyed states, which snapshots do not
+// read, is written in place. With several snapshots live, a write saves
+// the record in the log of each one that sees the page and has not saved
+// it yet.
 //
 // Arena regions are never written while a snapshot can see them: a
 // changed out-of-line entry is written anew, and the frozen nodes on the
@@ -88,12 +91,13 @@
 //
 // A write therefore costs, with no live snapshot, one atomic load (the
 // live count) more than a plain hash table's: same-length values are
-// overwritten in place. With a live snapshot that sees the record's page it
-// costs two atomic operations on the page's lock word and, the first time
-// the record changes, the copy of one record into the undo log — where
-// copy-on-write of whole pages copied 20 KiB, which made a Put during a
-// snapshot being written cost several times an idle one (Flink copies the
-// touched entries, as the undo log does).
+// overwritten in place. With a live snapshot that sees the record's page,
+// the first write to the record since the snapshot also copies it into the
+// undo log and does one atomic store and one atomic load; later writes to
+// it cost nothing more. Copy-on-write of whole pages, which this replaced,
+// copied 20 KiB on the first write to each page, which made a Put during a
+// snapshot being written cost several times an idle one; the undo log
+// copies only the touched records, as Flink copies the touched entries.
 //
 // The first Put into a key's 10,000-entry map after a snapshot therefore
 // copies three tree nodes, one undo record and the new entry, a few KiB:
@@ -108,8 +112,8 @@
 // page, a bucket array or an entry. (It allocates one small view per state
 // and key group: 6 to 14 µs for a state in 128 key groups, the same at 10K
 // and at 4M entries, against about 40 ms for the asynchronous scan of 1M
-// entries.) A view's page locks and undo logs are made by the first write
-// or read that needs them, not by the synchronous phase.
+// entries.) A view's page states and undo logs are made by the first
+// write or read that needs them, not by the synchronous phase.
 //
 // Release marks the snapshot released. It stops counting as live — and
 // writes stop protecting what it sees — once no Scan of it is running, so

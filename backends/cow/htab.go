@@ -117,15 +117,16 @@ const (
 
 // lookupInline is the fast path of find for the common case: no rehash in
 // progress, short keys and namespaces, entries inline. It returns the
-// entry's record and the bounds of its value in it, lookupAbsent if r has
-// no entry for (key, ns), or lookupSlow if the caller must use find.
-func lookupInline(r *htab, h uint64, key, ns []byte) (rec []byte, vs, ve, res int) {
+// entry's record, its position and the bounds of its value in it,
+// lookupAbsent if r has no entry for (key, ns), or lookupSlow if the
+// caller must use find.
+func lookupInline(r *htab, h uint64, key, ns []byte) (rec []byte, pos, vs, ve, res int) {
 	kl, nl := len(key), len(ns)
 	if r.odir != nil || r.logcap == 0 || kl >= 0x80 || nl >= 0x80 {
-		return nil, 0, 0, lookupSlow
+		return nil, 0, 0, 0, lookupSlow
 	}
 	mask := 1<<r.logcap - 1
-	pos := int(h >> (64 - r.logcap))
+	pos = int(h >> (64 - r.logcap))
 	want := uint32(h>>40)<<8 | recInline
 	w := int(r.w)
 	// An inline entry of (key, ns) starts with the one-byte lengths of key
@@ -140,13 +141,13 @@ func lookupInline(r *htab, h uint64, key, ns []byte) (rec []byte, vs, ve, res in
 			if binary.LittleEndian.Uint16(rec[4:]) == hdr && rec[6] < 0x80 {
 				ve = vs + int(rec[6])
 				if ve <= w && bytesEqual(rec[7:7+kl], key) && (nl == 0 || string(rec[7+kl:vs]) == string(ns)) {
-					return rec, vs, ve, lookupFound
+					return rec, pos, vs, ve, lookupFound
 				}
 			}
 		} else if c == recEmpty {
-			return nil, 0, 0, lookupAbsent
+			return nil, 0, 0, 0, lookupAbsent
 		} else if c == want^recInline^recRef {
-			return nil, 0, 0, lookupSlow
+			return nil, 0, 0, 0, lookupSlow
 		}
 		pos = (pos + 1) & mask
 	}

@@ -30,10 +30,10 @@ type stateView struct {
 // tableView is a snapshot's view of one table: its roots as they were at
 // the snapshot. The table keeps a pointer to it (table.prot) while the
 // snapshot is live, and writes to the main table's record pages go through
-// it: a write to a record in a page the view can see saves the record's old
-// bytes in the view's undo log first (pageSet), under a lock on the page
-// that the view's reader takes too, so that the reader sees either the page
-// before the write or the saved bytes, never a write in progress.
+// it: the first write to a record in a page the view can see saves the
+// record's old bytes in the view's undo log (pageSet), and the view's
+// reader takes saved records from the log, so that it reads every page as
+// it was at the snapshot.
 type tableView struct {
 	slabs [][]byte
 	main  htab
@@ -43,16 +43,26 @@ type tableView struct {
 }
 
 // pageSet is a view's per-page state for the pages of its main table (the
-// pages of main.dir, then those of main.odir): a lock word, a bitmap of the
-// records saved in the undo log, and the head of the page's list of undo
-// records. The undo records themselves are appended to chunks allocated as
-// needed, 1 KiB growing to undoChunk bytes: an undo record is
+// pages of main.dir, then those of main.odir), and the undo records of
+// those pages, appended to chunks allocated as needed, 1 KiB growing to
+// undoChunk bytes. An undo record is
 //
 //	next (uint32: ref+1 of the page's previous undo record, 0 for none) |
 //	slot (uint16) | the record's w bytes
 //
-// All of it but the lock words and chunk pointers is read and written only
-// under the page's lock.
+// The writer and the view's reader meet on two words per page, without a
+// lock (the argument of Dekker's algorithm, on sequentially consistent
+// atomics): the first write to a record saves it, publishes the page's new
+// undo-list head with an atomic store, and only then loads the page's
+// reading count; a reader increments the reading count and only then loads
+// the head. So either the reader sees the undo record — it takes the
+// record from the log and never reads it from the page, so the writer may
+// change it in place, now and later — or the writer sees the reader, and
+// copies the page rather than write it (a page that a reader is on is
+// never written). Records never share an 8-byte word, so the writer
+// writing one record of a page while the reader reads the others is not a
+// data race. A reader never waits for the writer, and the writer never
+// waits for a reader.
 type pageSet struct {
 	pages  []pageState
 	chunks []atomic.Pointer[[]byte]
@@ -64,24 +74,17 @@ type pageSet struct {
 // pageState is the state of one page of a view, kept together so that a
 // write touches one or two cache lines of it.
 type pageState struct {
-	lock  atomic.Uint32
-	head  uint32                 // ref+1 of the page's newest undo record, 0 for none
-	saved [pageSlots / 64]uint64 // the records saved in the undo log
+	reading atomic.Int32  // readers on the page now
+	head    atomic.Uint32 // ref+1 of the page's newest undo record, 0 for none
+	// saved is the writer's own record of the slots saved (the reader
+	// walks the undo list instead).
+	saved [pageSlots / 64]uint64
 }
 
 const (
 	undoChunk     = 64 << 10 // at most 1<<undoOffBits
 	undoOffBits   = 16
 	undoRecHeader = 6
-)
-
-// Page lock words: free, held by the writer (for the rest of one write
-// operation), or held by readers (two per reader, so that a reader nested
-// in a reader's callback can take it again).
-const (
-	pageFree    = 0
-	pageWriting = 1
-	pageReader  = 2
 )
 
 // pageSet returns the view's page set, making it if needed. Both the writer
@@ -120,14 +123,15 @@ func (tv *tableView) pageIndex(p *pg, i int) int {
 	return -1
 }
 
-// save records the bytes of record slot of page (w bytes each) in the undo
-// log of page j, unless it holds that slot already. The caller holds the
-// page's lock for writing.
-func (ps *pageSet) save(j, slot int, page []byte, w int) {
+// saveRecord makes record slot of page j (whose bytes are page, w bytes per
+// record) safe to write in place for this view: it saves the record in the
+// undo log the first time, and reports false if the view's reader is on
+// the page, which must then be copied instead.
+func (ps *pageSet) saveRecord(j, slot int, page []byte, w int) bool {
 	st := &ps.pages[j]
 	word, bit := slot>>6, uint64(1)<<(slot&63)
 	if st.saved[word]&bit != 0 {
-		return
+		return true
 	}
 	st.saved[word] |= bit
 	n := undoRecHeader + w
@@ -138,11 +142,12 @@ func (ps *pageSet) save(j, slot int, page []byte, w int) {
 		ps.chunk, ps.off = c, 0
 	}
 	e := ps.chunk[ps.off : ps.off+n]
-	binary.LittleEndian.PutUint32(e, st.head)
+	binary.LittleEndian.PutUint32(e, st.head.Load())
 	binary.LittleEndian.PutUint16(e[4:], uint16(slot))
 	copy(e[undoRecHeader:], page[slot*w:(slot+1)*w])
-	st.head = uint32(ps.cur<<undoOffBits|ps.off) + 1
+	st.head.Store(uint32(ps.cur<<undoOffBits|ps.off) + 1)
 	ps.off += n
+	return st.reading.Load() == 0
 }
 
 // undoRec returns the undo record at ref (not ref+1) and its w-byte record.
@@ -151,21 +156,6 @@ func (ps *pageSet) undoRec(ref uint32, w int) (next uint32, slot int, rec []byte
 	e := c[ref&(1<<undoOffBits-1):]
 	return binary.LittleEndian.Uint32(e), int(binary.LittleEndian.Uint16(e[4:])), e[undoRecHeader : undoRecHeader+w : undoRecHeader+w]
 }
-
-// lockRead takes page j's lock for reading, waiting while the writer holds
-// it (never longer than one write operation).
-func (ps *pageSet) lockRead(j int) {
-	l := &ps.pages[j].lock
-	for {
-		v := l.Load()
-		if v != pageWriting && l.CompareAndSwap(v, v+pageReader) {
-			return
-		}
-		runtime.Gosched()
-	}
-}
-
-func (ps *pageSet) unlockRead(j int) { ps.pages[j].lock.Add(^uint32(pageReader - 1)) }
 
 // snapShared is the part of a snapshot that the leak cleanup and the
 // tables share: it must not reference the snapshot itself.
@@ -301,7 +291,7 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 }
 
 // scan calls fn with every entry of the view's table, page by page, each
-// page under its read lock.
+// page with its reading count raised (see pageSet).
 func (tv *tableView) scan(spec srt.StateSpec, fn func(srt.Entry) error) error {
 	ps := tv.pageSet()
 	sc := newScanner(tv.slabs, spec.Kind, fn)
@@ -329,19 +319,21 @@ func (tv *tableView) scanPages(ps *pageSet, sc *scanner, dir []pg, logcap uint8,
 	return nil
 }
 
-// scanPage scans records from..per of page j, under its read lock: records
-// the writer has changed since the snapshot are read from the undo log.
+// scanPage scans records from..per of page j, with the page's reading count
+// raised: records the writer has saved are read from the undo log.
 func (tv *tableView) scanPage(ps *pageSet, sc *scanner, j int, page []byte, w, from, per int) error {
-	ps.lockRead(j)
-	defer ps.unlockRead(j)
+	st := &ps.pages[j]
+	st.reading.Add(1)
+	defer st.reading.Add(-1)
 	if tv.sh.released() {
 		return fmt.Errorf("%w: snapshot %d released during Scan", srt.ErrReleased, tv.sh.seq)
 	}
-	if ps.pages[j].head == 0 {
+	head := st.head.Load()
+	if head == 0 {
 		return sc.page(page, w, from, per)
 	}
 	var saved [pageSlots][]byte
-	for ref := ps.pages[j].head; ref != 0; {
+	for ref := head; ref != 0; {
 		next, slot, rec := ps.undoRec(ref-1, w)
 		saved[slot] = rec
 		ref = next

@@ -61,9 +61,6 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 	if len(t.slabs) > maxSlabs-slabHeadroom {
 		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group)
 	}
-	if len(t.held) != 0 {
-		t.unlock() // not reached: every write ends in done
-	}
 	t.cow = s.live.Load() != 0
 	t.epoch = s.seq
 	t.step(&t.main)
@@ -72,9 +69,6 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 
 // done ends a write on t.
 func (st *state) done(t *table, err error) error {
-	if len(t.held) != 0 {
-		t.unlock()
-	}
 	t.maybeCompact()
 	if err != nil {
 		return fmt.Errorf("state %q: %w", st.spec.Name, err)
@@ -228,7 +222,7 @@ func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	h := v.hash(k)
-	switch rec, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res {
+	switch rec, _, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res {
 	case lookupFound:
 		return rec[vs:ve:ve], true, nil
 	case lookupAbsent:
@@ -249,13 +243,15 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 		return err
 	}
 	h := v.hash(k)
-	if !t.cow {
-		// The common case first: an inline value of the same length, with
-		// no live snapshot, is overwritten where it is.
-		if rec, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res == lookupFound && ve-vs == len(value) {
-			copy(rec[vs:ve], value)
-			return v.done(t, nil)
+	// The common case first: an inline value of the same length is
+	// overwritten where it is (once mutRecord has made its page safe to
+	// write, if a live snapshot sees it).
+	if rec, pos, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res == lookupFound && ve-vs == len(value) {
+		if t.cow {
+			rec = t.mutRecord(&t.main, false, pos)
 		}
+		copy(rec[vs:ve], value)
+		return v.done(t, nil)
 	}
 	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
 		t.setValue(&t.main, l, value)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -45,20 +44,16 @@ type table struct {
 	// oldest first; writes to main-table pages they see save the old
 	// records in their undo logs (guard). Freed ones are dropped lazily.
 	prot []*tableView
-	// held are the page locks the current write operation took; done
-	// releases them.
-	held []*atomic.Uint32
 	buf  []byte // scratch for entries being rewritten
 }
 
 // guard makes record pos of p, page i of the main table's new or old
 // table (records of w bytes), safe to write in place: for every live
-// snapshot that sees p, it takes the page's lock for the rest of the write
-// operation and saves the record's bytes in the snapshot's undo log, unless
-// they are saved already. It returns false if a snapshot's reader holds the
-// page: the caller must then copy the page instead (the undo records saved
-// for other snapshots are harmless, as the page is then never written
-// again).
+// snapshot that sees p, it saves the record's bytes in the snapshot's undo
+// log unless they are saved already (pageSet.saveRecord). It returns false
+// if a snapshot's reader is on the page: the caller must then copy the page
+// instead (the undo records saved are harmless: the page is then never
+// written again).
 func (t *table) guard(p *pg, i, pos, w int) bool {
 	ok := true
 	keep := t.prot[:0]
@@ -67,41 +62,16 @@ func (t *table) guard(p *pg, i, pos, w int) bool {
 			continue
 		}
 		keep = append(keep, tv)
-		if !ok || p.epoch >= tv.seq {
+		if p.epoch >= tv.seq {
 			continue
 		}
-		j := tv.pageIndex(p, i)
-		if j < 0 {
-			continue
-		}
-		ps := tv.pageSet()
-		l := &ps.pages[j].lock
-		switch l.Load() {
-		case pageWriting: // taken earlier in this operation
-		case pageFree:
-			if !l.CompareAndSwap(pageFree, pageWriting) {
-				ok = false
-				continue
-			}
-			t.held = append(t.held, l)
-		default:
+		if j := tv.pageIndex(p, i); j >= 0 && !tv.pageSet().saveRecord(j, pos&(pageSlots-1), p.b, w) {
 			ok = false
-			continue
 		}
-		ps.save(j, pos&(pageSlots-1), p.b, w)
 	}
 	clear(t.prot[len(keep):])
 	t.prot = keep
 	return ok
-}
-
-// unlock releases the page locks taken by the write operation that ends.
-func (t *table) unlock() {
-	for _, l := range t.held {
-		l.Store(pageFree)
-	}
-	clear(t.held)
-	t.held = t.held[:0]
 }
 
 // protect registers the view of a snapshot being taken, dropping the views

@@ -24,8 +24,8 @@ type readResult struct {
 // cow store and the reference model and, at random moments, takes a
 // snapshot of both and starts a goroutine that reads the cow snapshot
 // twice while the operations go on, so that writes race the reads of the
-// pages they change (undo records, page locks, the page copy when a reader
-// holds the page). Every read must equal the model at the time the
+// pages they change (undo records, and the page copy when a reader is on
+// the page). Every read must equal the model at the time the
 // snapshot was taken. Run it with -race; STATEGEN_LONG=1 runs longer.
 func TestSnapshotsReadWhileWritingEqualModel(t *testing.T) {
 	for _, tc := range []struct {
@@ -225,7 +225,7 @@ func TestWriteToPageBeingReadCopiesIt(t *testing.T) {
 			return nil
 		})
 	}()
-	firstKey := <-inside // the reader holds page 0
+	firstKey := <-inside // the reader is on page 0
 	var k runtime.Key
 	for _, c := range keys {
 		if string(c.Key) == string(firstKey) {
@@ -369,5 +369,62 @@ func TestConcurrentReadersOfSeveralSnapshots(t *testing.T) {
 		if err := snap.Release(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestSavedRecordIsWrittenWhileReaderIsOnPage pins that a record already
+// in a snapshot's undo log is written in place even while the snapshot's
+// reader is on its page — the reader takes it from the log — and that the
+// reader still sees the snapshot.
+func TestSavedRecordIsWrittenWhileReaderIsOnPage(t *testing.T) {
+	s, v, keys := valueFixture(t, 3000)
+	tb := v.tabs[0]
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Write a key of page 0 once, so that its record is saved.
+	var k runtime.Key
+	for _, c := range keys {
+		if _, l := find(tb.slabs, &tb.main, c.Hash, c.Key, nil); !l.old && l.pos < pageSlots {
+			k = c
+			break
+		}
+	}
+	if err := v.Put(k, []byte("first-new")); err != nil {
+		t.Fatal(err)
+	}
+	page0 := &tb.main.dir[0].b[0]
+	inside, resume := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		n := 0
+		done <- snap.Scan("v", 0, func(e runtime.Entry) error {
+			if n++; n == 1 {
+				close(inside)
+				<-resume
+			}
+			if string(e.Value) != "old-value" {
+				return fmt.Errorf("the Scan read %q = %q, a value written after the snapshot", e.Key, e.Value)
+			}
+			return nil
+		})
+	}()
+	<-inside // the reader is on page 0
+	if err := v.Put(k, []byte("again-new")); err != nil {
+		t.Fatal(err)
+	}
+	if &tb.main.dir[0].b[0] != page0 {
+		t.Fatal("a write to a record in the undo log copied the page the reader is on")
+	}
+	close(resume)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := v.Get(k); string(got) != "again-new" {
+		t.Fatalf("Get = %q after the writes", got)
 	}
 }
