@@ -330,3 +330,53 @@ func TestFirstMapPutAfterSnapshotCopiesLittle(t *testing.T) {
 		}
 	}
 }
+
+// TestGetPathsAgree checks Get against the model over keys, namespaces and
+// values of the lengths that choose between Get's inline fast path and its
+// general path: one-byte and longer length prefixes, 8-byte keys, values
+// inline and out of line, keyed and sub-keyed states, before and after
+// overwrites that change a value's length, and during a rehash.
+func TestGetPathsAgree(t *testing.T) {
+	p := newPair(t, Options{StoreConfig: runtime.StoreConfig{MaxParallelism: 2}})
+	r := rand.New(rand.NewPCG(3, 4))
+	lengths := []int{0, 1, 7, 8, 9, 100, 127, 128, 300}
+	var keys []runtime.Key
+	for i := range 400 {
+		kl := lengths[i%len(lengths)]
+		k := make([]byte, kl)
+		for j := range k {
+			k[j] = byte(r.IntN(256))
+		}
+		if kl > 0 {
+			k[0] = byte(i)
+			if kl > 1 {
+				k[1] = byte(i >> 8)
+			}
+		}
+		keys = append(keys, runtime.MakeKey(k, nil, p.maxP))
+	}
+	for _, st := range p.states {
+		a, ok := st[0].(runtime.ValueState)
+		if !ok {
+			continue
+		}
+		b := st[1].(runtime.ValueState)
+		for round := range 4 {
+			for i, k := range keys {
+				if st[0].Spec().SubKeyed {
+					k.Namespace = []byte(fmt.Sprint(i % 3))
+				}
+				if (i+round)%3 == 0 {
+					v := make([]byte, lengths[(i+round)%len(lengths)])
+					p.check("Put", a.Put(k, v), b.Put(k, v))
+				}
+				got, gotOK, err1 := a.Get(k)
+				want, wantOK, err2 := b.Get(k)
+				p.check("Get", err1, err2)
+				if gotOK != wantOK || string(got) != string(want) {
+					t.Fatalf("%v: Get(%x) = %x, %v; the model has %x, %v", st[0].Spec(), k.Key, got, gotOK, want, wantOK)
+				}
+			}
+		}
+	}
+}

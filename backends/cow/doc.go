@@ -51,56 +51,75 @@
 //     namespaces, so Namespaces and DeleteAll visit one key's namespaces
 //     (in ascending order) instead of the key group.
 //
-// # Versions and copy-on-write
+// # Versions, undo logs and copy-on-write
 //
 // The store counts snapshots (its epoch) and live snapshots (an atomic
-// counter that Release, on any goroutine, decrements). Snapshot records in
-// every table the epoch and the arena's end. From then on, while any
-// snapshot is live, a write treats as frozen every page and page directory
-// made at an older epoch and every arena region below the recorded end:
-// it copies the page (and the directory) before changing a record, writes a
-// changed out-of-line entry anew, and copies the frozen nodes on the path
-// from a tree's root (path copying), changing the record that holds the new
-// root. Everything made after the snapshot is written in place, so each
-// page or node is copied at most once per snapshot. List appends write past
-// the used bytes of the region, which no snapshot reads, and copy nothing.
-// Once no snapshot is live, nothing is frozen: overwrites of same-length
-// values happen in place and the copy-on-write path costs one atomic load
-// per write. With several snapshots live the newest one's marks protect
-// all of them (older snapshots see only older bytes); releasing the newest
-// first leaves the marks conservative, never wrong.
+// counter). Snapshot stamps every table with the epoch and the arena's end,
+// and gives it the snapshot's view of it: a copy of its roots, which the
+// table keeps in a list of protectors while the snapshot is live. Pages
+// carry the epoch at which they were made, so a snapshot sees exactly the
+// pages made before it.
+//
+// Record pages are written in place under a live snapshot, with an undo
+// log per snapshot: the first time a write changes a record of the main
+// table in a page a live snapshot sees, it saves the record's old bytes in
+// that snapshot's undo log of the page (46 bytes for the benchmark's
+// 40-byte records) and publishes the page's new undo-list head. The
+// snapshot's reader marks the page as being read, then takes the head, and
+// reads saved records from the log, never from the page: it reads every
+// page as it was at the snapshot, as often as it likes. The two meet
+// without a lock (Dekker's argument on sequentially consistent atomics:
+// the writer publishes the head before it looks for a reader, the reader
+// announces itself before it takes the head), so either the reader sees
+// the saved record, or the writer sees the reader on the page — and then
+// copies the page instead of writing it, and the page directory if a
+// snapshot sees it. Later writes to a saved record need nothing at all.
+// The writer never waits for a reader, and a reader never waits for the
+// writer. The namespace index of sub-keyed states, which snapshots do not
+// read, is written in place. With several snapshots live, a write saves
+// the record in the log of each one that sees the page and has not saved
+// it yet.
+//
+// Arena regions are never written while a snapshot can see them: a
+// changed out-of-line entry is written anew, and the frozen nodes on the
+// path from a tree's root are copied (path copying), changing the record
+// that holds the new root; each node is copied at most once per snapshot.
+// List appends write past the used bytes of the region, which no snapshot
+// reads, and copy nothing. With several snapshots live, the newest one's
+// arena mark protects all of them (older snapshots see only older bytes);
+// releasing the newest first leaves the mark conservative, never wrong.
+//
+// A write therefore costs, with no live snapshot, one atomic load (the
+// live count) more than a plain hash table's: same-length values are
+// overwritten in place. With a live snapshot that sees the record's page,
+// the first write to the record since the snapshot also copies it into the
+// undo log and does one atomic store and one atomic load; later writes to
+// it cost nothing more. Copy-on-write of whole pages, which this replaced,
+// copied 20 KiB on the first write to each page, which made a Put during a
+// snapshot being written cost several times an idle one; the undo log
+// copies only the touched records, as Flink copies the touched entries.
 //
 // The first Put into a key's 10,000-entry map after a snapshot therefore
-// copies three tree nodes, one record page of the key group's table and
-// the new entry, a few KiB: the benchmark measures about 6x an ordinary
-// Put, most of it amortized compaction and slab allocation, never the
-// 9,999 other entries.
-//
-// The price of inline records is the granularity of copy-on-write: a
-// record page (512 records, 20 KiB at 40-byte records) is copied whole the
-// first time any of its records changes after a snapshot. Under random
-// writes faster than a snapshot is scanned, every page of the table is
-// copied once per snapshot — about the size of the table, where Flink
-// copies the touched entries and the bucket array. This is what Put pays
-// while snapshots are being written back to back (BenchmarkPutDuringSnapshot:
-// with a 40 ms scan per snapshot, a Put costs 3.5x its idle cost in CPU).
-// Smaller pages copy less but cost the collector a pointer each (64-record
-// pages made a GC cycle 15x the map's); a delta table that takes the writes
-// while a snapshot is live, folded back once none is, would copy only what
-// is written, and is the way past this if it matters.
+// copies three tree nodes, one undo record and the new entry, a few KiB:
+// never the 9,999 other entries.
 //
 // # The synchronous phase
 //
 // Snapshot copies, per state and owned key group, the table's hash-table
 // root (page-directory slice header, counts, rehash cursor) and its slab
-// list header, and stamps the table with the epoch and arena end: O(states
-// × key groups) words, never a page, a bucket array or an entry. (It
-// allocates one small view per state and key group: 6 to 14 µs for a
-// state in 128 key groups, the same at 10K and at 4M entries, against about
-// 40 ms for the asynchronous scan of 1M entries, 28M entries/s.) Because a snapshot's view is only such roots, and
-// nothing reachable from a root is ever written while the snapshot is live,
-// views are immutable and race-free: the reader goroutine and the writer
-// never touch the same bytes, and the only shared word is the live counter.
+// list header, stamps the table with the epoch and arena end and adds the
+// view to the table's protectors: O(states × key groups) words, never a
+// page, a bucket array or an entry. (It allocates one small view per state
+// and key group: 6 to 14 µs for a state in 128 key groups, the same at 10K
+// and at 4M entries, against about 40 ms for the asynchronous scan of 1M
+// entries.) A view's page states and undo logs are made by the first
+// write or read that needs them, not by the synchronous phase.
+//
+// Release marks the snapshot released. It stops counting as live — and
+// writes stop protecting what it sees — once no Scan of it is running, so
+// a Release from another goroutine while a Scan runs is safe: the Scan
+// stops with runtime.ErrReleased at its next page, and the snapshot is
+// freed when it returns.
 //
 // # Rehashing
 //
@@ -111,13 +130,13 @@
 // entries leave a tombstone in the old one. A snapshot taken mid-rehash
 // captures both tables and the cursor; migration copies records out of
 // old pages without writing them, and writes to pages a snapshot can see
-// copy them first, so any number of live snapshots stay consistent.
+// go through its undo log, so any number of live snapshots stay consistent.
 //
 // # Reclamation
 //
-// Pages replaced by copies or by a finished rehash are ordinary Go
-// allocations: the collector frees them once no snapshot view references
-// them. Arena garbage (replaced entries, list regions and tree nodes) is
+// Pages replaced by copies or by a finished rehash, and undo logs, are
+// ordinary Go allocations: the collector frees them once no snapshot view
+// references them. Arena garbage (replaced entries, list regions and tree nodes) is
 // counted per table; when it exceeds the table's live bytes, the table is
 // compacted: rebuilt into a fresh arena with live entries only, hash tables
 // sized for their counts, lists at their exact length and trees packed.

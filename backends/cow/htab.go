@@ -108,6 +108,60 @@ func find(slabs [][]byte, r *htab, h uint64, key, ns []byte) ([]byte, loc) {
 	return nil, loc{}
 }
 
+// Results of lookupInline.
+const (
+	lookupAbsent = iota // no entry
+	lookupFound         // an inline entry with one-byte lengths
+	lookupSlow          // maybe an entry, in a form only find handles
+)
+
+// lookupInline is the fast path of find for the common case: no rehash in
+// progress, short keys and namespaces, entries inline. It returns the
+// entry's record, its position and the bounds of its value in it,
+// lookupAbsent if r has no entry for (key, ns), or lookupSlow if the
+// caller must use find.
+func lookupInline(r *htab, h uint64, key, ns []byte) (rec []byte, pos, vs, ve, res int) {
+	kl, nl := len(key), len(ns)
+	if r.odir != nil || r.logcap == 0 || kl >= 0x80 || nl >= 0x80 {
+		return nil, 0, 0, 0, lookupSlow
+	}
+	mask := 1<<r.logcap - 1
+	pos = int(h >> (64 - r.logcap))
+	want := uint32(h>>40)<<8 | recInline
+	w := int(r.w)
+	// An inline entry of (key, ns) starts with the one-byte lengths of key
+	// and ns, then that of its value (below 0x80: it fits the record).
+	hdr := uint16(kl) | uint16(nl)<<8
+	vs = 7 + kl + nl
+	for {
+		b := r.dir[pos>>pageShift].b
+		off := (pos & (pageSlots - 1)) * w
+		rec = b[off : off+w : off+w]
+		if c := binary.LittleEndian.Uint32(rec); c == want {
+			if binary.LittleEndian.Uint16(rec[4:]) == hdr && rec[6] < 0x80 {
+				ve = vs + int(rec[6])
+				if ve <= w && bytesEqual(rec[7:7+kl], key) && (nl == 0 || string(rec[7+kl:vs]) == string(ns)) {
+					return rec, pos, vs, ve, lookupFound
+				}
+			}
+		} else if c == recEmpty {
+			return nil, 0, 0, 0, lookupAbsent
+		} else if c == want^recInline^recRef {
+			return nil, 0, 0, 0, lookupSlow
+		}
+		pos = (pos + 1) & mask
+	}
+}
+
+// bytesEqual is string(a) == string(b), without a call for 8-byte keys
+// (the encoding of every 64-bit integer key).
+func bytesEqual(a, b []byte) bool {
+	if len(a) == 8 && len(b) == 8 {
+		return binary.LittleEndian.Uint64(a) == binary.LittleEndian.Uint64(b)
+	}
+	return string(a) == string(b)
+}
+
 // entryIs reports whether the entry bytes e are those of (key, ns), with a
 // fast path for the usual one-byte lengths.
 func entryIs(e, key, ns []byte) bool {
@@ -160,19 +214,25 @@ func scanTable(r *htab, fn func(rec []byte) bool) bool {
 	return true
 }
 
-// mutRecord returns record pos of r's new (or old) table for writing,
-// copying its page, and the directory, first if a snapshot may see them.
+// mutRecord returns record pos of r's new (or old) table for writing. If
+// a live snapshot may see its page, the page is made safe to write first:
+// in the main table, guard saves the record's old bytes in the undo log of
+// every snapshot that sees the page; where that is not possible (a reader
+// is reading the page right now) and in the namespace index, which no
+// snapshot reads, the page, and the directory, are copied instead if a
+// snapshot may see them.
 func (t *table) mutRecord(r *htab, old bool, pos int) []byte {
 	dirp, epoch, w := &r.dir, &r.dirEpoch, int(r.w)
 	if old {
 		dirp, epoch, w = &r.odir, &r.odirEpoch, int(r.ow)
 	}
-	p := &(*dirp)[pos>>pageShift]
-	if t.cow && p.epoch < t.frozenEpoch {
+	i := pos >> pageShift
+	p := &(*dirp)[i]
+	if t.cow && p.epoch < t.frozenEpoch && (r != &t.main || !t.guard(p, i, pos, w)) {
 		if *epoch < t.frozenEpoch {
 			*dirp = append([]pg(nil), *dirp...)
 			*epoch = t.epoch
-			p = &(*dirp)[pos>>pageShift]
+			p = &(*dirp)[i]
 		}
 		p.b = append([]byte(nil), p.b...)
 		p.epoch = t.epoch

@@ -1,7 +1,9 @@
 package cow
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 
@@ -9,8 +11,9 @@ import (
 )
 
 // snapshot is the immutable view returned by Store.Snapshot: per state and
-// key group, the table's roots and slab list as they were. Nothing it can
-// reach is ever written again while it is live.
+// key group, the table's roots and slab list as they were. The writer never
+// changes a byte the snapshot can reach without first saving it in the
+// snapshot's undo log (see tableView), so the view stays what it was.
 type snapshot struct {
 	sh     *snapShared
 	maxP   int
@@ -24,29 +27,222 @@ type stateView struct {
 	tabs []tableView // by key group - start; zero for empty tables
 }
 
+// tableView is a snapshot's view of one table: its roots as they were at
+// the snapshot. The table keeps a pointer to it (table.prot) while the
+// snapshot is live, and writes to the main table's record pages go through
+// it: the first write to a record in a page the view can see saves the
+// record's old bytes in the view's undo log (pageSet), and the view's
+// reader takes saved records from the log, so that it reads every page as
+// it was at the snapshot.
 type tableView struct {
 	slabs [][]byte
 	main  htab
+	seq   uint64 // the snapshot's sequence number: pages made before it are its
+	sh    *snapShared
+	pages atomic.Pointer[pageSet] // made by the first write or read that needs it
 }
 
-// snapShared is the part of a snapshot that the leak cleanup shares: it must
-// not reference the snapshot itself.
-type snapShared struct {
-	released atomic.Bool
-	live     *atomic.Int64
-	seq      uint64
-	onLeak   func(uint64)
+// pageSet is a view's per-page state for the pages of its main table (the
+// pages of main.dir, then those of main.odir), and the undo records of
+// those pages, appended to chunks allocated as needed, 1 KiB growing to
+// undoChunk bytes. An undo record is
+//
+//	next (uint32: ref+1 of the page's previous undo record, 0 for none) |
+//	slot (uint16) | the record's w bytes
+//
+// The writer and the view's reader meet on two words per page, without a
+// lock (the argument of Dekker's algorithm, on sequentially consistent
+// atomics): the first write to a record saves it, publishes the page's new
+// undo-list head with an atomic store, and only then loads the page's
+// reading count; a reader increments the reading count and only then loads
+// the head. So either the reader sees the undo record — it takes the
+// record from the log and never reads it from the page, so the writer may
+// change it in place, now and later — or the writer sees the reader, and
+// copies the page rather than write it (a page that a reader is on is
+// never written). Records never share an 8-byte word, so the writer
+// writing one record of a page while the reader reads the others is not a
+// data race. A reader never waits for the writer, and the writer never
+// waits for a reader.
+type pageSet struct {
+	pages  []pageState
+	chunks []atomic.Pointer[[]byte]
+	chunk  []byte // the chunk being filled (writer only)
+	off    int    // its fill offset (writer only)
+	cur    int    // its index (writer only)
 }
+
+// pageState is the state of one page of a view, kept together so that a
+// write touches one or two cache lines of it.
+type pageState struct {
+	reading atomic.Int32  // readers on the page now
+	head    atomic.Uint32 // ref+1 of the page's newest undo record, 0 for none
+	// saved is the writer's own record of the slots saved (the reader
+	// walks the undo list instead).
+	saved [pageSlots / 64]uint64
+}
+
+const (
+	undoChunk     = 64 << 10 // at most 1<<undoOffBits
+	undoOffBits   = 16
+	undoRecHeader = 6
+)
+
+// pageSet returns the view's page set, making it if needed. Both the writer
+// and the reader may make it; the first to publish it wins.
+func (tv *tableView) pageSet() *pageSet {
+	if ps := tv.pages.Load(); ps != nil {
+		return ps
+	}
+	n := len(tv.main.dir) + len(tv.main.odir)
+	// Each record is saved at most once: that bounds the chunks needed.
+	undo := len(tv.main.dir)*min(1<<tv.main.logcap, pageSlots)*(undoRecHeader+int(tv.main.w)) +
+		len(tv.main.odir)*min(1<<tv.main.ologcap, pageSlots)*(undoRecHeader+int(tv.main.ow))
+	ps := &pageSet{
+		pages:  make([]pageState, n),
+		chunks: make([]atomic.Pointer[[]byte], 8+undo/(undoChunk-undoRecHeader-maxWidth)),
+		cur:    -1,
+	}
+	if tv.pages.CompareAndSwap(nil, ps) {
+		return ps
+	}
+	return tv.pages.Load()
+}
+
+// pageIndex returns the index in the view's page set of p, page i of the
+// table's new or old table now, or -1 if the view cannot see p. A page
+// keeps its index when a rehash turns the new table into the old one, so p
+// is page i of the view's dir or odir, if of either.
+func (tv *tableView) pageIndex(p *pg, i int) int {
+	d := &p.b[0]
+	if i < len(tv.main.dir) && &tv.main.dir[i].b[0] == d {
+		return i
+	}
+	if i < len(tv.main.odir) && &tv.main.odir[i].b[0] == d {
+		return len(tv.main.dir) + i
+	}
+	return -1
+}
+
+// saveRecord makes record slot of page j (whose bytes are page, w bytes per
+// record) safe to write in place for this view: it saves the record in the
+// undo log the first time, and reports false if the view's reader is on
+// the page, which must then be copied instead.
+func (ps *pageSet) saveRecord(j, slot int, page []byte, w int) bool {
+	st := &ps.pages[j]
+	word, bit := slot>>6, uint64(1)<<(slot&63)
+	if st.saved[word]&bit != 0 {
+		return true
+	}
+	st.saved[word] |= bit
+	n := undoRecHeader + w
+	if ps.off+n > len(ps.chunk) {
+		c := make([]byte, min(1<<10<<(ps.cur+1), undoChunk))
+		ps.cur++
+		ps.chunks[ps.cur].Store(&c)
+		ps.chunk, ps.off = c, 0
+	}
+	e := ps.chunk[ps.off : ps.off+n]
+	binary.LittleEndian.PutUint32(e, st.head.Load())
+	binary.LittleEndian.PutUint16(e[4:], uint16(slot))
+	copy(e[undoRecHeader:], page[slot*w:(slot+1)*w])
+	st.head.Store(uint32(ps.cur<<undoOffBits|ps.off) + 1)
+	ps.off += n
+	return st.reading.Load() == 0
+}
+
+// undoRec returns the undo record at ref (not ref+1) and its w-byte record.
+func (ps *pageSet) undoRec(ref uint32, w int) (next uint32, slot int, rec []byte) {
+	c := *ps.chunks[ref>>undoOffBits].Load()
+	e := c[ref&(1<<undoOffBits-1):]
+	return binary.LittleEndian.Uint32(e), int(binary.LittleEndian.Uint16(e[4:])), e[undoRecHeader : undoRecHeader+w : undoRecHeader+w]
+}
+
+// snapShared is the part of a snapshot that the leak cleanup and the
+// tables share: it must not reference the snapshot itself.
+type snapShared struct {
+	// state is relBit | freedBit | scans<<scanShift: whether Release was
+	// called, whether the snapshot has stopped counting as live, and how
+	// many Scans are running. A snapshot is freed once it is released and
+	// no Scan is running, so that a Release from another goroutine never
+	// lets the writer change bytes a running Scan is reading.
+	state  atomic.Uint64
+	live   *atomic.Int64
+	seq    uint64
+	onLeak func(uint64)
+}
+
+const (
+	relBit    = 1
+	freedBit  = 2
+	scanShift = 2
+)
+
+// release marks the snapshot released, and frees it if no Scan is running.
+// It reports false if it was released already.
+func (sh *snapShared) release() bool {
+	for {
+		s := sh.state.Load()
+		if s&relBit != 0 {
+			return false
+		}
+		n := s | relBit
+		if s>>scanShift == 0 {
+			n |= freedBit
+		}
+		if sh.state.CompareAndSwap(s, n) {
+			if n&freedBit != 0 {
+				sh.live.Add(-1)
+			}
+			return true
+		}
+	}
+}
+
+// beginScan registers a running Scan; it fails once the snapshot is
+// released.
+func (sh *snapShared) beginScan() bool {
+	for {
+		s := sh.state.Load()
+		if s&relBit != 0 {
+			return false
+		}
+		if sh.state.CompareAndSwap(s, s+1<<scanShift) {
+			return true
+		}
+	}
+}
+
+// endScan ends a Scan, freeing the snapshot if it was released meanwhile
+// and this was the last Scan running.
+func (sh *snapShared) endScan() {
+	for {
+		s := sh.state.Load()
+		n := s - 1<<scanShift
+		if n&relBit != 0 && n>>scanShift == 0 {
+			n |= freedBit
+		}
+		if sh.state.CompareAndSwap(s, n) {
+			if n&freedBit != 0 && s&freedBit == 0 {
+				sh.live.Add(-1)
+			}
+			return
+		}
+	}
+}
+
+func (sh *snapShared) released() bool { return sh.state.Load()&relBit != 0 }
+
+// freed reports whether the snapshot no longer counts as live: writes need
+// not protect what it sees.
+func (sh *snapShared) freed() bool { return sh.state.Load()&freedBit != 0 }
 
 // arm registers the leak cleanup: a snapshot collected unreleased is
-// released, and reported.
+// released, and reported. (No Scan can be running: a Scan holds the
+// snapshot.)
 func (sh *snapShared) arm(snap *snapshot) {
 	runtime.AddCleanup(snap, func(sh *snapShared) {
-		if sh.released.CompareAndSwap(false, true) {
-			sh.live.Add(-1)
-			if sh.onLeak != nil {
-				sh.onLeak(sh.seq)
-			}
+		if sh.release() && sh.onLeak != nil {
+			sh.onLeak(sh.seq)
 		}
 	}, sh)
 }
@@ -60,12 +256,14 @@ func (sn *snapshot) KeyGroups() srt.KeyGroupRange { return sn.groups }
 // States implements runtime.View.
 func (sn *snapshot) States() []srt.StateSpec { return append([]srt.StateSpec(nil), sn.specs...) }
 
-// Release implements runtime.Snapshot. It may be called from any goroutine.
+// Release implements runtime.Snapshot. It may be called from any goroutine,
+// also while another goroutine is in Scan: that Scan then stops with
+// runtime.ErrReleased at the next page, and the snapshot stops counting as
+// live when it returns.
 func (sn *snapshot) Release() error {
-	if !sn.sh.released.CompareAndSwap(false, true) {
+	if !sn.sh.release() {
 		return fmt.Errorf("%w: snapshot %d", srt.ErrReleased, sn.sh.seq)
 	}
-	sn.sh.live.Add(-1)
 	return nil
 }
 
@@ -73,9 +271,10 @@ func (sn *snapshot) Release() error {
 // group's table; a list's elements are consecutive and in order, a map's
 // entries ascend by user key.
 func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
-	if sn.sh.released.Load() {
+	if !sn.sh.beginScan() {
 		return fmt.Errorf("%w: snapshot %d", srt.ErrReleased, sn.sh.seq)
 	}
+	defer sn.sh.endScan()
 	sv, ok := sn.states[name]
 	if !ok {
 		return fmt.Errorf("cow: snapshot %d has no state %q", sn.sh.seq, name)
@@ -88,55 +287,167 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	if tv.slabs == nil {
 		return nil
 	}
-	return scanEntries(tv.slabs, &tv.main, sv.spec, func(e srt.Entry) error {
-		if sn.sh.released.Load() {
-			return fmt.Errorf("%w: snapshot %d released during Scan", srt.ErrReleased, sn.sh.seq)
-		}
-		return fn(e)
-	})
+	return tv.scan(sv.spec, fn)
 }
 
-// scanEntries calls fn with every entry of a table, until fn fails. It
-// allocates nothing per entry.
-func scanEntries(slabs [][]byte, r *htab, spec srt.StateSpec, fn func(srt.Entry) error) error {
-	var err error
-	var e srt.Entry // the entry being reported by the list and tree visitors
-	elem := func(v []byte) bool {
-		e.Value = v
-		err = fn(e)
-		return err == nil
+// scan calls fn with every entry of the view's table, page by page, each
+// page with its reading count raised (see pageSet).
+func (tv *tableView) scan(spec srt.StateSpec, fn func(srt.Entry) error) error {
+	ps := tv.pageSet()
+	sc := newScanner(tv.slabs, spec.Kind, fn)
+	r := &tv.main
+	if r.logcap != 0 {
+		if err := tv.scanPages(ps, sc, r.dir, r.logcap, int(r.w), 0, 0); err != nil {
+			return err
+		}
 	}
-	item := func(uk, v []byte) bool {
-		e.UserKey, e.Value = uk, v
-		err = fn(e)
-		return err == nil
+	if r.odir != nil {
+		return tv.scanPages(ps, sc, r.odir, r.ologcap, int(r.ow), r.mig, len(r.dir))
 	}
-	scanTable(r, func(rec []byte) bool {
-		key, ns, val, _, ok := decodeEntry(recEntry(slabs, rec))
+	return nil
+}
+
+// scanPages scans the records from..end of a table whose pages are dir;
+// base is the index of dir[0] in the page set.
+func (tv *tableView) scanPages(ps *pageSet, sc *scanner, dir []pg, logcap uint8, w, from, base int) error {
+	per := min(1<<logcap, pageSlots)
+	for i := from / per; i < len(dir); i++ {
+		if err := tv.scanPage(ps, sc, base+i, dir[i].b, w, max(from-i*per, 0), per); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanPage scans records from..per of page j, with the page's reading count
+// raised: records the writer has saved are read from the undo log.
+func (tv *tableView) scanPage(ps *pageSet, sc *scanner, j int, page []byte, w, from, per int) error {
+	st := &ps.pages[j]
+	st.reading.Add(1)
+	defer st.reading.Add(-1)
+	if tv.sh.released() {
+		return fmt.Errorf("%w: snapshot %d released during Scan", srt.ErrReleased, tv.sh.seq)
+	}
+	head := st.head.Load()
+	if head == 0 {
+		return sc.page(page, w, from, per)
+	}
+	var saved [pageSlots][]byte
+	for ref := head; ref != 0; {
+		next, slot, rec := ps.undoRec(ref-1, w)
+		saved[slot] = rec
+		ref = next
+	}
+	for s := from; s < per; s++ {
+		rec := page[s*w : s*w+w : s*w+w]
+		if saved[s] != nil {
+			rec = saved[s]
+		}
+		if ctrl(rec) > recTomb {
+			if err := sc.record(rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// page reports the entries of records from..per of a page no write has
+// changed since the snapshot. It finds the occupied records of each run of
+// 64 without a branch per record (which would be mispredicted half the
+// time at the usual load), and reports inline entries of Value states
+// without a call of its own.
+func (sc *scanner) page(page []byte, w, from, per int) error {
+	value := sc.kind == srt.KindValue
+	for base := from; base < per; base += 64 {
+		n := min(64, per-base)
+		run := page[base*w : (base+n)*w]
+		var occ uint64
+		for i := range n {
+			occ |= b2u(binary.LittleEndian.Uint32(run[i*w:]) > recTomb) << i
+		}
+		for ; occ != 0; occ &= occ - 1 {
+			off := bits.TrailingZeros64(occ) * w
+			rec := run[off : off+w : off+w]
+			if value && rec[0]&3 == recInline && rec[4]|rec[5]|rec[6] < 0x80 {
+				ke := 7 + int(rec[4])
+				ne := ke + int(rec[5])
+				ve := ne + int(rec[6])
+				if ve <= w {
+					if err := sc.fn(srt.Entry{Key: rec[7:ke:ke], Namespace: rec[ke:ne:ne], Value: rec[ne:ve:ve]}); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := sc.record(rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// b2u converts a bool to 0 or 1 without a branch.
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scanner turns the records of a table into Entries. It allocates nothing
+// per entry.
+type scanner struct {
+	slabs [][]byte
+	kind  srt.Kind
+	fn    func(srt.Entry) error
+	e     srt.Entry // the entry being reported by the list and tree visitors
+	err   error
+	elem  func(v []byte) bool
+	item  func(uk, v []byte) bool
+}
+
+func newScanner(slabs [][]byte, kind srt.Kind, fn func(srt.Entry) error) *scanner {
+	sc := &scanner{slabs: slabs, kind: kind, fn: fn}
+	sc.elem = func(v []byte) bool {
+		sc.e.Value = v
+		sc.err = sc.fn(sc.e)
+		return sc.err == nil
+	}
+	sc.item = func(uk, v []byte) bool {
+		sc.e.UserKey, sc.e.Value = uk, v
+		sc.err = sc.fn(sc.e)
+		return sc.err == nil
+	}
+	return sc
+}
+
+// record reports the entries of one occupied record.
+func (sc *scanner) record(rec []byte) error {
+	key, ns, val, _, ok := decodeEntry(recEntry(sc.slabs, rec))
+	if !ok {
+		return errCorrupt
+	}
+	switch sc.kind {
+	case srt.KindValue:
+		return sc.fn(srt.Entry{Key: key, Namespace: ns, Value: val})
+	case srt.KindList:
+		sc.e = srt.Entry{Key: key, Namespace: ns}
+		if err := listScan(sc.slabs, val, sc.elem); err != nil {
+			return err
+		}
+	default:
+		root, ok := decodeBtree(val)
 		if !ok {
-			err = errCorrupt
-			return false
+			return errCorrupt
 		}
-		switch spec.Kind {
-		case srt.KindValue:
-			err = fn(srt.Entry{Key: key, Namespace: ns, Value: val})
-		case srt.KindList:
-			e = srt.Entry{Key: key, Namespace: ns}
-			if lerr := listScan(slabs, val, elem); lerr != nil && err == nil {
-				err = lerr
-			}
-		default:
-			root, ok := decodeBtree(val)
-			if !ok {
-				err = errCorrupt
-				return false
-			}
-			e = srt.Entry{Key: key, Namespace: ns}
-			if berr := btRange(slabs, &root, nil, nil, false, item); berr != nil && err == nil {
-				err = berr
-			}
+		sc.e = srt.Entry{Key: key, Namespace: ns}
+		if err := btRange(sc.slabs, &root, nil, nil, false, sc.item); err != nil {
+			return err
 		}
-		return err == nil
-	})
+	}
+	err := sc.err
+	sc.err = nil
 	return err
 }

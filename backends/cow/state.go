@@ -1,6 +1,7 @@
 package cow
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/stategen/stategen/runtime"
@@ -9,9 +10,10 @@ import (
 // state is one registered state: a table per owned key group, made on the
 // first write to it.
 type state struct {
-	s    *Store
-	spec runtime.StateSpec
-	tabs []*table
+	s     *Store
+	spec  runtime.StateSpec
+	tabs  []*table
+	start int // the first owned key group: tabs[kg-start] is kg's table
 }
 
 // hash returns the hash of k's entry in the main table: the key's stable
@@ -172,12 +174,61 @@ type valueState struct{ *state }
 
 // Get implements runtime.ValueState. The value aliases the store's memory:
 // it is read-only and valid until the next call on the store.
+//
+// The common case — a keyed state, an owned key group, an inline entry —
+// is looked up here without a call: a Get is one cache miss, and a short
+// path lets the processor overlap the misses of consecutive Gets.
 func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
+	st := v.state
+	if i := k.Group - st.start; uint(i) < uint(len(st.tabs)) && !st.spec.SubKeyed && len(k.Namespace) == 0 && !st.s.closed {
+		t := st.tabs[i]
+		if t == nil {
+			return nil, false, nil
+		}
+		r := &t.main
+		kl := len(k.Key)
+		if r.odir == nil && r.logcap != 0 && kl < 0x80 {
+			mask := 1<<r.logcap - 1
+			pos := int(k.Hash >> (64 - r.logcap))
+			want := uint32(k.Hash>>40)<<8 | recInline
+			w := int(r.w)
+			for {
+				b := r.dir[pos>>pageShift].b
+				off := (pos & (pageSlots - 1)) * w
+				rec := b[off : off+w : off+w]
+				c := binary.LittleEndian.Uint32(rec)
+				if c == want && rec[4] == byte(kl) && rec[5] == 0 && rec[6] < 0x80 {
+					vs := 7 + kl
+					ve := vs + int(rec[6])
+					if ve <= w && bytesEqual(rec[7:vs], k.Key) {
+						return rec[vs:ve:ve], true, nil
+					}
+				} else if c == recEmpty {
+					return nil, false, nil
+				} else if c == want^recInline^recRef {
+					break
+				}
+				pos = (pos + 1) & mask
+			}
+		}
+	}
+	return v.get(k)
+}
+
+// get is Get's general path.
+func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 	t, err := v.rtable(k, true)
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	rec, _ := find(t.slabs, &t.main, v.hash(k), k.Key, k.Namespace)
+	h := v.hash(k)
+	switch rec, _, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res {
+	case lookupFound:
+		return rec[vs:ve:ve], true, nil
+	case lookupAbsent:
+		return nil, false, nil
+	}
+	rec, _ := find(t.slabs, &t.main, h, k.Key, k.Namespace)
 	if rec == nil {
 		return nil, false, nil
 	}
@@ -192,15 +243,17 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 		return err
 	}
 	h := v.hash(k)
-	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
-		// The common case first: an inline value of the same length in a
-		// page no snapshot can see is overwritten where it is.
-		if !t.cow && rec[0]&3 == recInline {
-			if _, _, old, _, ok := decodeEntry(rec[4:]); ok && len(old) == len(value) {
-				copy(old, value)
-				return v.done(t, nil)
-			}
+	// The common case first: an inline value of the same length is
+	// overwritten where it is (once mutRecord has made its page safe to
+	// write, if a live snapshot sees it).
+	if rec, pos, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res == lookupFound && ve-vs == len(value) {
+		if t.cow {
+			rec = t.mutRecord(&t.main, false, pos)
 		}
+		copy(rec[vs:ve], value)
+		return v.done(t, nil)
+	}
+	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
 		t.setValue(&t.main, l, value)
 		return v.done(t, nil)
 	}

@@ -70,7 +70,7 @@ func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
 }
 
 func (s *Store) create(spec runtime.StateSpec) runtime.State {
-	st := &state{s: s, spec: spec, tabs: make([]*table, s.cfg.KeyGroups.Len())}
+	st := &state{s: s, spec: spec, tabs: make([]*table, s.cfg.KeyGroups.Len()), start: s.cfg.KeyGroups.Start}
 	var h runtime.State
 	switch spec.Kind {
 	case runtime.KindValue:
@@ -130,7 +130,9 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 			if t == nil || t.empty() {
 				continue
 			}
-			sv.tabs[i] = tableView{slabs: t.slabs, main: t.main}
+			tv := &sv.tabs[i]
+			tv.slabs, tv.main, tv.seq, tv.sh = t.slabs, t.main, s.seq, sh
+			t.protect(tv)
 			t.marks = t.mark()
 			t.frozenEpoch = s.seq
 		}
@@ -139,82 +141,6 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	s.live.Add(1)
 	sh.arm(snap)
 	return snap, nil
-}
-
-// Restore implements runtime.Store. It checks every state and key group
-// before it loads anything; a key group that already holds entries of a
-// restored state fails with runtime.ErrRestoreConflict (the store never
-// merges or replaces).
-func (s *Store) Restore(src runtime.View) error {
-	if s.closed {
-		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
-	}
-	if s.iterating > 0 {
-		return fmt.Errorf("cow: Restore called from inside an iteration callback")
-	}
-	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
-		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
-			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
-	}
-	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
-		return fmt.Errorf("cow: restore: the view's key groups: %w", err)
-	}
-	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
-	specs := src.States()
-	for _, spec := range specs {
-		st, ok := s.states[spec.Name]
-		if !ok {
-			if err := spec.Validate(); err != nil {
-				return fmt.Errorf("cow: restore: %w", err)
-			}
-			continue
-		}
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return fmt.Errorf("cow: restore: %w", err)
-		}
-		for kg := range groups.All() {
-			if t := st.tabs[kg-s.cfg.KeyGroups.Start]; t != nil && !t.empty() {
-				return fmt.Errorf("%w: state %q already has entries in key group %d",
-					runtime.ErrRestoreConflict, spec.Name, kg)
-			}
-		}
-	}
-	for _, spec := range specs {
-		if _, ok := s.states[spec.Name]; !ok {
-			s.create(spec)
-		}
-		h := s.handles[spec.Name]
-		for kg := range groups.All() {
-			if err := src.Scan(spec.Name, kg, func(e runtime.Entry) error { return s.load(h, spec, kg, e) }); err != nil {
-				return fmt.Errorf("cow: restore: state %q, key group %d: %w", spec.Name, kg, err)
-			}
-		}
-	}
-	return nil
-}
-
-// load writes one restored entry.
-func (s *Store) load(h runtime.State, spec runtime.StateSpec, kg int, e runtime.Entry) error {
-	hash := runtime.HashKey(e.Key)
-	if g := runtime.KeyGroupOfHash(hash, s.cfg.MaxParallelism); g != kg {
-		return fmt.Errorf("%w: entry of key %x, which belongs to key group %d, read from key group %d",
-			runtime.ErrCorrupt, e.Key, g, kg)
-	}
-	if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
-		return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
-	}
-	k := runtime.Key{Group: kg, Hash: hash, Key: e.Key, Namespace: e.Namespace}
-	switch st := h.(type) {
-	case valueState:
-		return st.Put(k, e.Value)
-	case listState:
-		return st.Add(k, e.Value)
-	case mapState:
-		return st.Put(k, e.UserKey, e.Value)
-	case sortedMapState:
-		return st.Put(k, e.UserKey, e.Value)
-	}
-	return fmt.Errorf("cow: state %q has unknown kind %v", spec.Name, spec.Kind)
 }
 
 // Close implements runtime.Store. Live snapshots stay readable until they

@@ -40,7 +40,51 @@ type table struct {
 	// may be seen by it.
 	epoch       uint64
 	frozenEpoch uint64
-	buf         []byte // scratch for entries being rewritten
+	// prot holds the views of the live snapshots that captured the table,
+	// oldest first; writes to main-table pages they see save the old
+	// records in their undo logs (guard). Freed ones are dropped lazily.
+	prot []*tableView
+	buf  []byte // scratch for entries being rewritten
+}
+
+// guard makes record pos of p, page i of the main table's new or old
+// table (records of w bytes), safe to write in place: for every live
+// snapshot that sees p, it saves the record's bytes in the snapshot's undo
+// log unless they are saved already (pageSet.saveRecord). It returns false
+// if a snapshot's reader is on the page: the caller must then copy the page
+// instead (the undo records saved are harmless: the page is then never
+// written again).
+func (t *table) guard(p *pg, i, pos, w int) bool {
+	ok := true
+	keep := t.prot[:0]
+	for _, tv := range t.prot {
+		if tv.sh.freed() {
+			continue
+		}
+		keep = append(keep, tv)
+		if p.epoch >= tv.seq {
+			continue
+		}
+		if j := tv.pageIndex(p, i); j >= 0 && !tv.pageSet().saveRecord(j, pos&(pageSlots-1), p.b, w) {
+			ok = false
+		}
+	}
+	clear(t.prot[len(keep):])
+	t.prot = keep
+	return ok
+}
+
+// protect registers the view of a snapshot being taken, dropping the views
+// of freed snapshots.
+func (t *table) protect(tv *tableView) {
+	keep := t.prot[:0]
+	for _, v := range t.prot {
+		if !v.sh.freed() {
+			keep = append(keep, v)
+		}
+	}
+	clear(t.prot[len(keep):])
+	t.prot = append(keep, tv)
 }
 
 func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {
@@ -331,6 +375,8 @@ func (t *table) compact() {
 	oldMain, oldNS := t.main, t.nsIdx
 	t.arena = newArena(t.maxSlab)
 	t.marks = marks{}
+	clear(t.prot)
+	t.prot = t.prot[:0]
 	t.garbage = 0
 	var items [][2]uint64
 	t.main = t.rebuild(src, &oldMain, t.kind, &items)

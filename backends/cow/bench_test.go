@@ -1,0 +1,144 @@
+package cow
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	goruntime "runtime"
+	"syscall"
+	"testing"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// These benchmarks isolate the byte-level cost of the backend, without the
+// typed handles: the cross-backend benchmarks are in package benchmarks.
+
+func benchKeys(n int) []runtime.Key {
+	keys := make([]runtime.Key, n)
+	for i, p := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+		k := binary.BigEndian.AppendUint64(nil, uint64(p)^1<<63)
+		keys[i] = runtime.MakeKey(k, nil, runtime.DefaultMaxParallelism)
+	}
+	return keys
+}
+
+func benchValueStore(b *testing.B, keys []runtime.Key) (*Store, valueState) {
+	s, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := s.Register(runtime.StateSpec{Name: "v", Kind: runtime.KindValue})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := st.(valueState)
+	val := make([]byte, 24)
+	for _, k := range keys {
+		if err := v.Put(k, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, v
+}
+
+// threadCPU returns the CPU time of the calling thread so far.
+func threadCPU() int64 {
+	const rusageThread = 1
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// cpuMetric reports the benchmark goroutine's CPU time per op as
+// op-cpu-ns/op when the returned function is called: on a busy machine it
+// is steadier than the wall time.
+func cpuMetric(b *testing.B) func() {
+	goruntime.LockOSThread()
+	c0 := threadCPU()
+	return func() {
+		b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "op-cpu-ns/op")
+		goruntime.UnlockOSThread()
+	}
+}
+
+// BenchmarkPutUnderSnapshot overwrites random keys of a 1M-key value state
+// with no snapshot (idle), and with a snapshot live that nobody reads,
+// replaced by a new one every window Puts (held): the writer's share of
+// the cost of a snapshot being written.
+func BenchmarkPutUnderSnapshot(b *testing.B) {
+	const n = 1 << 20
+	keys := benchKeys(n)
+	s, v := benchValueStore(b, keys)
+	val := make([]byte, 24)
+	for _, window := range []int{0, 1 << 16, 1 << 18} {
+		name := "idle"
+		if window > 0 {
+			name = fmt.Sprintf("held/window=%d", window)
+		}
+		b.Run(name, func(b *testing.B) {
+			defer cpuMetric(b)()
+			var snap runtime.Snapshot
+			for i := 0; i < b.N; i++ {
+				if window > 0 && i%window == 0 {
+					if snap != nil {
+						_ = snap.Release()
+					}
+					var err error
+					if snap, err = s.Snapshot(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				val[0] = byte(i)
+				if err := v.Put(keys[i&(n-1)], val); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if snap != nil {
+				_ = snap.Release()
+			}
+		})
+	}
+}
+
+// BenchmarkGet reads random keys of a 1M-key value state.
+func BenchmarkGet(b *testing.B) {
+	const n = 1 << 20
+	keys := benchKeys(n)
+	_, v := benchValueStore(b, keys)
+	order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+	b.ResetTimer()
+	defer cpuMetric(b)()
+	for i := 0; i < b.N; i++ {
+		if _, ok, _ := v.Get(keys[order[i&(n-1)]]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
+
+// BenchmarkScan scans every entry of a snapshot of a 1M-key value state.
+func BenchmarkScan(b *testing.B) {
+	const n = 1 << 20
+	s, _ := benchValueStore(b, benchKeys(n))
+	b.ResetTimer()
+	defer cpuMetric(b)()
+	for i := 0; i < b.N; i++ {
+		snap, err := s.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := 0
+		for kg := range runtime.DefaultMaxParallelism {
+			if err := snap.Scan("v", kg, func(e runtime.Entry) error { c += len(e.Value); return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = snap.Release()
+		if c != 24*n {
+			b.Fatal(c)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+}

@@ -1,0 +1,387 @@
+package cow
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// Restore implements runtime.Store. It checks every state and key group
+// before it loads anything; a key group that already holds entries of a
+// restored state fails with runtime.ErrRestoreConflict (the store never
+// merges or replaces).
+//
+// Each (state, key group) is bulk-loaded (see loader): its entries are
+// staged as the view is scanned and then placed into a fresh table sized
+// for them, with no incremental rehash and none of the per-write checks.
+func (s *Store) Restore(src runtime.View) error {
+	if s.closed {
+		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
+	}
+	if s.iterating > 0 {
+		return fmt.Errorf("cow: Restore called from inside an iteration callback")
+	}
+	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
+		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
+			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
+	}
+	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
+		return fmt.Errorf("cow: restore: the view's key groups: %w", err)
+	}
+	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
+	specs := src.States()
+	for _, spec := range specs {
+		st, ok := s.states[spec.Name]
+		if !ok {
+			if err := spec.Validate(); err != nil {
+				return fmt.Errorf("cow: restore: %w", err)
+			}
+			continue
+		}
+		if err := runtime.CheckSame(st.spec, spec); err != nil {
+			return fmt.Errorf("cow: restore: %w", err)
+		}
+		for kg := range groups.All() {
+			if t := st.tabs[kg-s.cfg.KeyGroups.Start]; t != nil && !t.empty() {
+				return fmt.Errorf("%w: state %q already has entries in key group %d",
+					runtime.ErrRestoreConflict, spec.Name, kg)
+			}
+		}
+	}
+	ld := &loader{s: s}
+	for _, spec := range specs {
+		if _, ok := s.states[spec.Name]; !ok {
+			s.create(spec)
+		}
+		st := s.states[spec.Name]
+		for kg := range groups.All() {
+			if err := ld.load(st, kg, src); err != nil {
+				return fmt.Errorf("cow: restore: state %q, key group %d: %w", spec.Name, kg, err)
+			}
+		}
+	}
+	return nil
+}
+
+// loader bulk-loads the tables of a Restore, one (state, key group) at a
+// time. While the view is scanned, it checks every entry and stages it:
+// the entry bytes of a Value, the elements of a list, and the items of a
+// map, which go straight into the new table's arena. Consecutive entries
+// of one (key, namespace) — a list's elements, a map's entries — make one
+// run. Once the scan ends, the main table is allocated for the number of
+// runs and every run is placed: a list becomes one region of its exact
+// size, a map a packed B-tree (sorted first if the view did not scan it in
+// order). The map entries of a (key, namespace) met again in a later run
+// are put into its tree, so any order the View contract allows loads
+// correctly; what the contract forbids — two values of one (key,
+// namespace), a list whose elements are not consecutive, two entries of
+// one map user key — fails with runtime.ErrCorrupt rather than losing an
+// entry silently. The staging buffers are reused from one key group to the
+// next.
+type loader struct {
+	s     *Store
+	st    *state
+	t     *table
+	kg    int
+	buf   []byte      // staged keys, namespaces, values and list elements
+	runs  []loadRun   // one per run of entries of one (key, namespace)
+	items [][2]uint64 // map items in the new arena: (prefix, ref)
+	order []int32     // runs in the order of their home pages
+	start []int32     // scratch for the counting sort of order
+}
+
+// loadRun is one run of entries of one (key, namespace).
+type loadRun struct {
+	keyHash    uint64 // runtime.HashKey of the key
+	key, ns    [2]int // bounds in loader.buf
+	data       [2]int // bounds in loader.buf of the value or the list's elements
+	items      [2]int // bounds in loader.items of a map's items
+	itemBytes  int64  // bytes of those items
+	mainTarget uint64 // hash in the main table
+}
+
+func (ld *loader) load(st *state, kg int, src runtime.View) error {
+	ld.st, ld.kg = st, kg
+	ld.t = newTable(st.spec.Kind, &ld.s.opts, ld.s.seq)
+	ld.buf, ld.runs, ld.items = ld.buf[:0], ld.runs[:0], ld.items[:0]
+	if err := src.Scan(st.spec.Name, kg, ld.add); err != nil {
+		return err
+	}
+	if len(ld.runs) == 0 {
+		return nil
+	}
+	if err := ld.build(); err != nil {
+		return err
+	}
+	st.tabs[kg-st.start] = ld.t
+	return nil
+}
+
+func (ld *loader) bytes(b [2]int) []byte { return ld.buf[b[0]:b[1]:b[1]] }
+
+func (ld *loader) stage(b []byte) [2]int {
+	s := len(ld.buf)
+	ld.buf = append(ld.buf, b...)
+	return [2]int{s, len(ld.buf)}
+}
+
+// add checks and stages one entry of the view.
+func (ld *loader) add(e runtime.Entry) error {
+	spec := ld.st.spec
+	if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
+		return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
+	}
+	if !spec.SubKeyed && len(e.Namespace) != 0 {
+		return fmt.Errorf("%w: entry of key %x has namespace %x in a keyed state", runtime.ErrCorrupt, e.Key, e.Namespace)
+	}
+	if len(ld.t.slabs) > maxSlabs-slabHeadroom {
+		return ErrTooLarge
+	}
+	n := len(ld.runs)
+	same := spec.Kind != runtime.KindValue && n > 0 &&
+		bytes.Equal(ld.bytes(ld.runs[n-1].key), e.Key) && bytes.Equal(ld.bytes(ld.runs[n-1].ns), e.Namespace)
+	if !same {
+		h := runtime.HashKey(e.Key)
+		if g := runtime.KeyGroupOfHash(h, ld.s.cfg.MaxParallelism); g != ld.kg {
+			return fmt.Errorf("%w: entry of key %x, which belongs to key group %d, read from key group %d",
+				runtime.ErrCorrupt, e.Key, g, ld.kg)
+		}
+		r := loadRun{keyHash: h, mainTarget: h}
+		if spec.SubKeyed {
+			r.mainTarget ^= nsHash(e.Namespace)
+		}
+		r.key = ld.stage(e.Key)
+		r.ns = ld.stage(e.Namespace)
+		r.data = [2]int{len(ld.buf), len(ld.buf)}
+		r.items = [2]int{len(ld.items), len(ld.items)}
+		ld.runs = append(ld.runs, r)
+		n++
+	}
+	r := &ld.runs[n-1]
+	switch spec.Kind {
+	case runtime.KindValue:
+		r.data = ld.stage(e.Value)
+	case runtime.KindList:
+		ld.buf = appendUvarint(ld.buf, len(e.Value))
+		ld.buf = append(ld.buf, e.Value...)
+		r.data[1] = len(ld.buf)
+	default:
+		ref, size := ld.t.newItem(e.UserKey, e.Value)
+		ld.items = append(ld.items, [2]uint64{prefix(e.UserKey), ref})
+		r.items[1] = len(ld.items)
+		r.itemBytes += int64(size)
+	}
+	return nil
+}
+
+// build places every staged run into the new table.
+func (ld *loader) build() error {
+	t, spec := ld.t, ld.st.spec
+	count := len(ld.runs)
+	logcap := capFor(count)
+	if logcap > maxLogCap {
+		return ErrTooLarge
+	}
+	// The mean entry size picks the record width.
+	var total int64
+	for i := range ld.runs {
+		r := &ld.runs[i]
+		kl, nl := r.key[1]-r.key[0], r.ns[1]-r.ns[0]
+		switch spec.Kind {
+		case runtime.KindValue:
+			total += int64(entrySize(kl, nl, r.data[1]-r.data[0]))
+		case runtime.KindList:
+			total += int64(entrySize(kl, nl, listHdrSize))
+		default:
+			total += int64(entrySize(kl, nl, btRootSize))
+		}
+	}
+	m := &t.main
+	m.logcap, m.w = logcap, uint16(widthFor(total/int64(count)))
+	m.dir, m.dirEpoch = t.allocTable(logcap, int(m.w)), t.epoch
+	var hv [max(listHdrSize, btRootSize)]byte
+	for _, i := range ld.pageOrder() {
+		r := &ld.runs[i]
+		key, ns := ld.bytes(r.key), ld.bytes(r.ns)
+		pos, found := probeFree(t.slabs, m, r.mainTarget, key, ns)
+		if found {
+			if err := ld.merge(r, pos); err != nil {
+				return err
+			}
+			continue
+		}
+		var val []byte
+		switch spec.Kind {
+		case runtime.KindValue:
+			val = ld.bytes(r.data)
+		case runtime.KindList:
+			elems := ld.bytes(r.data)
+			region, b := t.alloc(len(elems))
+			copy(b, elems)
+			encodeList(hv[:], region, len(elems), len(elems))
+			val = hv[:listHdrSize]
+		default:
+			root, err := ld.tree(r)
+			if err != nil {
+				return err
+			}
+			root.encode(hv[:])
+			val = hv[:btRootSize]
+		}
+		size := t.putNew(record(m.dir, int(m.w), pos), tagOf(r.mainTarget), key, ns, val)
+		m.count++
+		m.bytes += int64(size)
+		if spec.SubKeyed {
+			if _, err := t.treePut(&t.nsIdx, r.keyHash, key, nil, ns, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if len(t.slabs) > maxSlabs-slabHeadroom {
+		return ErrTooLarge
+	}
+	return nil
+}
+
+// pageOrder returns the indexes of the runs ordered by the page of the
+// main table that holds their home record (a counting sort), so that the
+// table's pages are written one after the other: fresh memory is touched
+// in order and each page is written while it is in the cache, where
+// placing the runs in scan order — random positions — costs a cache miss,
+// and on fresh memory a page fault, per run.
+func (ld *loader) pageOrder() []int32 {
+	m := &ld.t.main
+	shift := 64 - uint(m.logcap) + pageShift
+	if m.logcap <= pageShift {
+		shift = 64 // one page
+	}
+	start := slices.Grow(ld.start[:0], len(m.dir)+1)[:len(m.dir)+1]
+	clear(start)
+	for i := range ld.runs {
+		start[ld.runs[i].mainTarget>>shift+1]++
+	}
+	for p := 1; p < len(start); p++ {
+		start[p] += start[p-1]
+	}
+	order := slices.Grow(ld.order[:0], len(ld.runs))[:len(ld.runs)]
+	for i := range ld.runs {
+		p := ld.runs[i].mainTarget >> shift
+		order[start[p]] = int32(i)
+		start[p]++
+	}
+	ld.start, ld.order = start, order
+	return order
+}
+
+// putNew writes the entry (key, ns, val) with the hash bits of control
+// word c into the empty, zeroed record rec of a table no snapshot sees:
+// inline if it fits, else in the arena. It returns the entry's size.
+func (t *table) putNew(rec []byte, c uint32, key, ns, val []byte) int {
+	n := entrySize(len(key), len(ns), len(val))
+	if n <= len(rec)-4 {
+		binary.LittleEndian.PutUint32(rec, c&^0xff|recInline)
+		writeEntry(rec[4:], key, ns, val)
+		return n
+	}
+	ref, b := t.alloc(n)
+	writeEntry(b, key, ns, val)
+	binary.LittleEndian.PutUint32(rec, c&^0xff|recRef)
+	binary.LittleEndian.PutUint64(rec[4:], ref)
+	return n
+}
+
+// probeFree returns the position of (key, ns) in the new table of r if it
+// holds it, else the free record where it goes.
+func probeFree(slabs [][]byte, r *htab, h uint64, key, ns []byte) (int, bool) {
+	mask := 1<<r.logcap - 1
+	pos := int(h >> (64 - r.logcap))
+	tag := tagOf(h)
+	w := int(r.w)
+	for {
+		rec := record(r.dir, w, pos)
+		c := ctrl(rec)
+		if c == recEmpty {
+			return pos, false
+		}
+		if c&^0xff == tag && entryIs(recEntry(slabs, rec), key, ns) {
+			return pos, true
+		}
+		pos = (pos + 1) & mask
+	}
+}
+
+// merge adds map run r to the entry of the same (key, namespace) placed
+// at pos by an earlier run; for the other kinds a second run of one (key,
+// namespace) is corruption.
+func (ld *loader) merge(r *loadRun, pos int) error {
+	t := ld.t
+	m := &t.main
+	switch ld.st.spec.Kind {
+	case runtime.KindValue:
+		return fmt.Errorf("%w: two entries of key %x, namespace %x", runtime.ErrCorrupt, ld.bytes(r.key), ld.bytes(r.ns))
+	case runtime.KindList:
+		return fmt.Errorf("%w: the elements of the list of key %x, namespace %x are not consecutive",
+			runtime.ErrCorrupt, ld.bytes(r.key), ld.bytes(r.ns))
+	}
+	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, record(m.dir, int(m.w), pos)))
+	root, ok := decodeBtree(rv)
+	if !ok {
+		return errCorrupt
+	}
+	for i := r.items[0]; i < r.items[1]; i++ {
+		uk, v, size, _ := decodeItem(at(t.slabs, ld.items[i][1]))
+		if _, dup := btGet(t.slabs, &root, uk); dup {
+			return ld.duplicate(r, uk)
+		}
+		t.btPut(&root, uk, v)
+		t.garbage += int64(size) // the staged item: btPut wrote its own
+	}
+	var rb [btRootSize]byte
+	root.encode(rb[:])
+	t.setValue(m, loc{pos: pos}, rb[:])
+	return nil
+}
+
+func (ld *loader) duplicate(r *loadRun, uk []byte) error {
+	return fmt.Errorf("%w: two entries of key %x, namespace %x, user key %x",
+		runtime.ErrCorrupt, ld.bytes(r.key), ld.bytes(r.ns), uk)
+}
+
+// tree builds the packed B-tree of a map run, sorting its items by user
+// key if the view did not scan them in order.
+func (ld *loader) tree(r *loadRun) (btree, error) {
+	t := ld.t
+	items := ld.items[r.items[0]:r.items[1]]
+	key := func(it [2]uint64) []byte { return itemKey(at(t.slabs, it[1])) }
+	order := func(a, b [2]uint64) int { return cmpItemKeys(a[0], key(a), b[0], key(b)) }
+	if !slices.IsSortedFunc(items, order) {
+		slices.SortFunc(items, order)
+	}
+	for i := 1; i < len(items); i++ {
+		if order(items[i-1], items[i]) == 0 {
+			return btree{}, ld.duplicate(r, key(items[i]))
+		}
+	}
+	root := t.btBuild(items)
+	root.bytes += r.itemBytes
+	return root, nil
+}
+
+func cmpItemKeys(pa uint64, a []byte, pb uint64, b []byte) int {
+	if c := cmp.Compare(pa, pb); c != 0 {
+		return c
+	}
+	return bytes.Compare(a, b)
+}
+
+func appendUvarint(b []byte, v int) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
