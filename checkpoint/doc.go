@@ -151,7 +151,12 @@
 // those files, reads each one's header, trailer and index, and hands
 // Store.Restore a View of just the new instance's key groups in it; the
 // View's Scan seeks to the section of one (state, key group) and reads its
-// blocks, verifying each checksum. A new instance that owns a quarter of
+// blocks, verifying each checksum. A section of several blocks is read,
+// checked and decoded on a goroutine of the Scan's own, a couple of blocks
+// ahead of the store inserting its entries (RestoreOptions.ReadAhead), so
+// that the I/O and the decoding overlap with the inserts; the entries
+// handed to the store point into pooled block buffers, never copied nor
+// allocated one by one. A new instance that owns a quarter of
 // the key groups reads about a quarter of the bytes (View.BytesRead counts
 // them). Before any entry is read, Restore checks the maxParallelism, the
 // schema fingerprint of every state the store registered (CheckStates,

@@ -20,17 +20,20 @@ import (
 //
 // A View reads its files lazily, section by section, and verifies every
 // block's checksum as it goes; a corrupt block fails the Scan that meets it
-// with a *FileError naming the file and offset. Like any runtime.View, a
-// View is used by one goroutine at a time. Close (or Release) closes its
-// files.
+// with a *FileError naming the file and offset. A section of several
+// blocks is read and decoded ahead of the Scan's callback on a goroutine
+// of the Scan's own (see RestoreOptions.ReadAhead). Like any runtime.View,
+// a View may be scanned from several goroutines at once for different key
+// groups. Close (or Release) closes its files.
 type View struct {
-	ctx    context.Context
-	maxP   int
-	kgs    runtime.KeyGroupRange
-	states []runtime.StateSpec
-	parts  []viewPart // ordered by key groups; together they cover kgs
-	read   atomic.Int64
-	closed atomic.Bool
+	ctx       context.Context
+	maxP      int
+	kgs       runtime.KeyGroupRange
+	states    []runtime.StateSpec
+	parts     []viewPart // ordered by key groups; together they cover kgs
+	readAhead int        // blocks decoded ahead of a Scan's callback; 0: none
+	read      atomic.Int64
+	closed    atomic.Bool
 }
 
 // viewPart is the part of a View that one data file serves.
@@ -48,7 +51,7 @@ var _ runtime.Snapshot = (*View)(nil)
 // restore goes through Open and Reader, which also check the file against
 // the metadata.
 func OpenFile(path string, r io.ReaderAt, size int64) (*View, error) {
-	v := &View{ctx: context.Background()}
+	v := &View{ctx: context.Background(), readAhead: DefaultReadAhead}
 	f, err := openDataFile(path, r, size, &v.read)
 	if err != nil {
 		return nil, err
@@ -70,17 +73,24 @@ func (v *View) KeyGroups() runtime.KeyGroupRange { return v.kgs }
 func (v *View) States() []runtime.StateSpec { return slices.Clone(v.states) }
 
 // Scan implements runtime.View. It fails if the View is closed, if its
-// context is done, if kg is outside KeyGroups, if the state is unknown, and
-// with a *FileError wrapping ErrCorrupt if the bytes fail a check.
+// context is done (checked before every block), if kg is outside
+// KeyGroups, if the state is unknown, and with a *FileError wrapping
+// ErrCorrupt if the bytes fail a check.
 func (v *View) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	_, err := v.scan(state, kg, fn)
+	return err
+}
+
+// scan is Scan, and also returns how many entries it passed to fn.
+func (v *View) scan(state string, kg int, fn func(runtime.Entry) error) (int64, error) {
 	if v.closed.Load() {
-		return fmt.Errorf("checkpoint: scan of a closed view: %w", runtime.ErrReleased)
+		return 0, fmt.Errorf("checkpoint: scan of a closed view: %w", runtime.ErrReleased)
 	}
 	if err := v.ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if !v.kgs.Contains(kg) {
-		return fmt.Errorf("%w: checkpoint view: key group %d is outside %v", runtime.ErrInvalidKeyGroup, kg, v.kgs)
+		return 0, fmt.Errorf("%w: checkpoint view: key group %d is outside %v", runtime.ErrInvalidKeyGroup, kg, v.kgs)
 	}
 	if _, ok := slices.BinarySearchFunc(v.states, state, func(s runtime.StateSpec, name string) int {
 		switch {
@@ -91,10 +101,10 @@ func (v *View) Scan(state string, kg int, fn func(runtime.Entry) error) error {
 		}
 		return 0
 	}); !ok {
-		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
+		return 0, fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
 	}
 	i := sort.Search(len(v.parts), func(i int) bool { return v.parts[i].kgs.End > kg })
-	return v.parts[i].file.scan(state, kg, fn)
+	return v.parts[i].file.scan(v.ctx, state, kg, v.readAhead, fn)
 }
 
 // BytesRead returns how many bytes the View has read from its files so far:
@@ -129,11 +139,12 @@ func (v *View) Close() error {
 func (v *View) Release() error { return v.Close() }
 
 // filteredView hides some states of a View (DropUnknownStates) and counts
-// the entries scanned.
+// the entries scanned. Like the View, it may be scanned from several
+// goroutines at once.
 type filteredView struct {
-	runtime.View
+	*View
 	states  []runtime.StateSpec
-	entries *int64
+	entries *atomic.Int64
 }
 
 func (f *filteredView) States() []runtime.StateSpec { return slices.Clone(f.states) }
@@ -142,8 +153,7 @@ func (f *filteredView) Scan(state string, kg int, fn func(runtime.Entry) error) 
 	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
 		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
 	}
-	return f.View.Scan(state, kg, func(e runtime.Entry) error {
-		*f.entries++
-		return fn(e)
-	})
+	n, err := f.View.scan(state, kg, fn)
+	f.entries.Add(n)
+	return err
 }
