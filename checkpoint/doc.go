@@ -169,7 +169,9 @@
 // ahead of the store inserting its entries (RestoreOptions.ReadAhead), so
 // that the I/O and the decoding overlap with the inserts; the entries
 // handed to the store point into pooled block buffers, never copied nor
-// allocated one by one. A new instance that owns a quarter of
+// allocated one by one. The View also tells a store how many entries each
+// section holds (View.Entries, from the index), so that it can size its
+// tables before it loads them. A new instance that owns a quarter of
 // the key groups reads about a quarter of the bytes (View.BytesRead counts
 // them). Before any entry is read, Restore checks the maxParallelism, the
 // schema fingerprint of every state the store registered (CheckStates,

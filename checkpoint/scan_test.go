@@ -255,3 +255,106 @@ func TestRestoreOptionsReadAheadIsChecked(t *testing.T) {
 		t.Errorf("ReadAhead %d was accepted", checkpoint.MaxReadAhead+1)
 	}
 }
+
+// entryCounter is the optional interface a Store.Restore may test its View
+// for.
+type entryCounter interface {
+	Entries(state string, kg int) (int64, bool)
+}
+
+// TestViewEntriesCountsWhatScanPasses checks View.Entries against Scans,
+// on a View of some key groups of a checkpoint of two files.
+func TestViewEntriesCountsWhatScanPasses(t *testing.T) {
+	const maxP = 16
+	v := genView(86, maxP, runtime.FullRange(maxP), 500, 0)
+	s := checkpoint.NewMem()
+	writeCheckpoint(t, s, "chk", v, 2, &checkpoint.WriterOptions{BlockSize: 300})
+	r, err := checkpoint.Open(ctx, s, "chk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kgs := runtime.KeyGroupRange{Start: 5, End: 12} // across both files
+	cv, err := r.View(ctx, "op", kgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cv.Close()
+	before := cv.BytesRead()
+	counted := 0
+	for _, st := range cv.States() {
+		for kg := range kgs.All() {
+			n, ok := cv.Entries(st.Name, kg)
+			if !ok || n != int64(len(v.data[st.Name][kg])) {
+				t.Errorf("Entries(%q, %d) = %d, %v; the view holds %d", st.Name, kg, n, ok, len(v.data[st.Name][kg]))
+			}
+			counted += int(n)
+		}
+	}
+	if cv.BytesRead() != before {
+		t.Errorf("Entries read %d bytes", cv.BytesRead()-before)
+	}
+	if scanned, err := scanAll(cv); err != nil || scanned != counted {
+		t.Errorf("Scans passed %d entries (%v), Entries counted %d", scanned, err, counted)
+	}
+	if _, ok := cv.Entries("nope", 5); ok {
+		t.Error("Entries of an unknown state is known")
+	}
+	if _, ok := cv.Entries("counts", 4); ok {
+		t.Error("Entries of a key group outside the View is known")
+	}
+}
+
+// entriesCheckingStore checks, in Restore, that the View it gets counts its
+// entries (and hides the states it does not show).
+type entriesCheckingStore struct {
+	runtime.Store
+	t       *testing.T
+	checked int
+}
+
+func (s *entriesCheckingStore) Restore(src runtime.View) error {
+	c, ok := src.(entryCounter)
+	if !ok {
+		s.t.Fatalf("the View Restore gets (%T) does not count its entries", src)
+	}
+	shown := map[string]bool{}
+	for _, st := range src.States() {
+		shown[st.Name] = true
+		for kg := range src.KeyGroups().All() {
+			want, ok := c.Entries(st.Name, kg)
+			var got int64
+			if err := src.Scan(st.Name, kg, func(runtime.Entry) error { got++; return nil }); err != nil {
+				return err
+			}
+			if !ok || got != want {
+				s.t.Errorf("state %q, key group %d: Entries = %d, %v; Scan passed %d", st.Name, kg, want, ok, got)
+			}
+			s.checked++
+		}
+	}
+	for _, spec := range testSpecs {
+		if _, ok := c.Entries(spec.Name, src.KeyGroups().Start); ok != shown[spec.Name] {
+			s.t.Errorf("Entries of state %q is known: %v; the View shows it: %v", spec.Name, ok, shown[spec.Name])
+		}
+	}
+	return s.Store.Restore(src)
+}
+
+func TestRestoreHandsTheStoreEntryCounts(t *testing.T) {
+	v := genView(87, 8, runtime.FullRange(8), 200, 0)
+	s := checkpoint.NewMem()
+	writeCheckpoint(t, s, "chk", v, 3, nil)
+	for _, policy := range []checkpoint.UnknownStatePolicy{checkpoint.KeepUnknownStates, checkpoint.DropUnknownStates} {
+		m := newModel(t, 8, 2, 1)
+		if _, err := m.Register(testSpecs[0]); err != nil {
+			t.Fatal(err)
+		}
+		st := &entriesCheckingStore{Store: m, t: t}
+		if _, err := checkpoint.Restore(ctx, s, "chk", "op", 1, 2, st, &checkpoint.RestoreOptions{UnknownStates: policy}); err != nil {
+			t.Fatal(err)
+		}
+		if st.checked == 0 {
+			t.Errorf("%v: nothing was checked", policy)
+		}
+	}
+}

@@ -111,6 +111,27 @@ func (v *View) scan(state string, kg int, fn func(runtime.Entry) error) (int64, 
 // headers, trailers, indexes and the blocks of the sections scanned.
 func (v *View) BytesRead() int64 { return v.read.Load() }
 
+// Entries returns how many entries Scan(state, kg) passes, from the files'
+// indexes, without reading a block; ok is false if the View has no such
+// state or key group. A Store.Restore may use it to size its tables before
+// it loads them, testing its View for the method
+//
+//	interface{ Entries(state string, kg int) (n int64, ok bool) }
+//
+// which the View that Reader.Restore hands a store implements.
+func (v *View) Entries(state string, kg int) (n int64, ok bool) {
+	if !v.kgs.Contains(kg) || !slices.ContainsFunc(v.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
+		return 0, false
+	}
+	f := v.parts[sort.Search(len(v.parts), func(i int) bool { return v.parts[i].kgs.End > kg })].file
+	if si := f.stateIndex(state); si >= 0 {
+		if s, found := f.find(si, kg); found {
+			return s.entries, true
+		}
+	}
+	return 0, true
+}
+
 // DataBytes returns how many bytes of its files' data blocks the View's key
 // groups occupy: what a Scan of every state of every key group reads, apart
 // from the small fixed cost of headers and indexes.
@@ -148,6 +169,14 @@ type filteredView struct {
 }
 
 func (f *filteredView) States() []runtime.StateSpec { return slices.Clone(f.states) }
+
+// Entries is View.Entries, for the states f shows.
+func (f *filteredView) Entries(state string, kg int) (int64, bool) {
+	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
+		return 0, false
+	}
+	return f.View.Entries(state, kg)
+}
 
 func (f *filteredView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
 	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
