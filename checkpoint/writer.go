@@ -32,7 +32,8 @@ type WriterOptions struct {
 	// waiting to be written, so memory stays bounded by 5n+5 blocks
 	// whatever the size of the state. The view's Scan is then called from
 	// several goroutines at once, for different key groups, which
-	// runtime.View allows.
+	// runtime.View allows. A job whose operators need every core while
+	// checkpoints are written sets 1: the write takes longer, on one core.
 	Concurrency int
 }
 
