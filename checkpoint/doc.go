@@ -117,11 +117,24 @@
 // point outside its checkpoint; key-group ranges tile the operator's range;
 // every state a file holds is described.
 //
-// The writer streams: it scans the snapshot section by section and holds one
-// block (DefaultBlockSize, 64 KiB) and the index — a few bytes per
+// The writer streams: it scans the snapshot section by section and holds a
+// few blocks (DefaultBlockSize, 64 KiB) and the index — a few bytes per
 // non-empty (key group, state) — in memory, never the entries. It checks
 // the View contract as it goes (a key in the wrong key group, a namespace
-// in a keyed state) and computes the file's CRC32C on the way out.
+// in a keyed state) and computes the file's CRC32C on the way out. Scanning
+// and encoding are most of its work, and key groups are independent, so
+// it is a pipeline (WriterOptions.Concurrency, by default one goroutine per
+// core up to MaxDefaultConcurrency): encoding goroutines take key groups
+// in order, scan them — runtime.View allows concurrent Scans of different
+// key groups — and encode them into blocks, at most four blocks ahead per
+// key group and one key group ahead per goroutine; the calling goroutine
+// writes each key group's blocks in key-group order as they come,
+// checksums the file and builds the index. The bytes are exactly those of
+// the sequential writer (Concurrency 1), which block boundaries make easy:
+// a block never spans two sections, so each key group's blocks depend on
+// its entries alone. The first error of any key group — or a
+// cancellation, or a failed write — stops every goroutine, and WriteFile
+// returns only after they have ended.
 //
 // # Storage and the commit protocol
 //
@@ -151,7 +164,14 @@
 // those files, reads each one's header, trailer and index, and hands
 // Store.Restore a View of just the new instance's key groups in it; the
 // View's Scan seeks to the section of one (state, key group) and reads its
-// blocks, verifying each checksum. A new instance that owns a quarter of
+// blocks, verifying each checksum. A section of several blocks is read,
+// checked and decoded on a goroutine of the Scan's own, a couple of blocks
+// ahead of the store inserting its entries (RestoreOptions.ReadAhead), so
+// that the I/O and the decoding overlap with the inserts; the entries
+// handed to the store point into pooled block buffers, never copied nor
+// allocated one by one. The View also tells a store how many entries each
+// section holds (View.Entries, from the index), so that it can size its
+// tables before it loads them. A new instance that owns a quarter of
 // the key groups reads about a quarter of the bytes (View.BytesRead counts
 // them). Before any entry is read, Restore checks the maxParallelism, the
 // schema fingerprint of every state the store registered (CheckStates,

@@ -62,8 +62,9 @@ var (
 	ErrInvalidView = errors.New("checkpoint: invalid view")
 
 	// ErrPanic reports a panic recovered on the goroutine of an asynchronous
-	// snapshot; the error text holds the panic value and stack.
-	ErrPanic = errors.New("checkpoint: panic during asynchronous snapshot")
+	// snapshot or on one of the writer's encoding goroutines (a panic in a
+	// store's Scan); the error text holds the panic value and stack.
+	ErrPanic = errors.New("checkpoint: panic during a checkpoint write")
 )
 
 // FileError is a problem with one object of a checkpoint: which object,

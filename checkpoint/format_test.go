@@ -227,27 +227,46 @@ func (v *lazyView) Scan(_ string, kg int, fn func(runtime.Entry) error) error {
 	return nil
 }
 
-func TestWriterMemoryIsBoundedByABlock(t *testing.T) {
+// TestWriterMemoryIsBounded writes a file of about 20 MiB and checks that
+// the writer allocates what its documentation promises, whatever the size
+// of the state: one block and the output buffer when sequential; at most
+// 5n+5 blocks and the buffer with n encoding goroutines.
+func TestWriterMemoryIsBounded(t *testing.T) {
 	v := &lazyView{maxP: 16, n: 200_000, valueSize: 100}
 	for kg := range 16 {
 		v.keys = append(v.keys, keyIn(kg, 16))
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var before, after gort.MemStats
-	gort.GC()
-	gort.ReadMemStats(&before)
-	snap, err := checkpoint.WriteFile(ctx, io.Discard, v, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gort.ReadMemStats(&after)
-	alloc := after.TotalAlloc - before.TotalAlloc
-	t.Logf("wrote %d entries, %d bytes, allocating %d bytes", snap.File.Entries, snap.File.Size, alloc)
-	if snap.File.Size < 20<<20 {
-		t.Fatalf("file is only %d bytes", snap.File.Size)
-	}
-	if alloc > 1<<20 {
-		t.Errorf("writing a %d-byte file allocated %d bytes; want about one block and a buffer", snap.File.Size, alloc)
+	const (
+		blockAlloc = checkpoint.DefaultBlockSize + checkpoint.DefaultBlockSize/8 + 8
+		outBuffer  = 256 << 10
+		slack      = 256 << 10 // the index, the InstanceSnapshot, goroutines, channels
+	)
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("concurrency=%d", n), func(t *testing.T) {
+			blocks := 1
+			if n > 1 {
+				blocks = 5*n + 5
+			}
+			limit := uint64(outBuffer + blocks*blockAlloc + slack)
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			var before, after gort.MemStats
+			gort.GC()
+			gort.ReadMemStats(&before)
+			snap, err := checkpoint.WriteFile(ctx, io.Discard, v, &checkpoint.WriterOptions{Concurrency: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gort.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("wrote %d entries, %d bytes, allocating %d bytes (limit %d)", snap.File.Entries, snap.File.Size, alloc, limit)
+			if snap.File.Size < 20<<20 {
+				t.Fatalf("file is only %d bytes", snap.File.Size)
+			}
+			if alloc > limit {
+				t.Errorf("writing a %d-byte file allocated %d bytes; want at most %d blocks and a buffer (%d)",
+					snap.File.Size, alloc, blocks, limit)
+			}
+		})
 	}
 }
 
@@ -287,7 +306,10 @@ func TestGoldenFileV1(t *testing.T) {
 		"value": {1: {{Key: k1, Value: []byte("one")}},
 			2: {{Key: k2, Value: []byte{}}}},
 	}}
-	got := fileBytes(t, v, &checkpoint.WriterOptions{BlockSize: 20})
+	got := fileBytes(t, v, &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 1})
+	if pipelined := fileBytes(t, v, &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 3}); !bytes.Equal(pipelined, got) {
+		t.Errorf("the pipelined writer's bytes differ from the sequential writer's\npipelined  %x\nsequential %x", pipelined, got)
+	}
 	path := filepath.Join("testdata", "v1-small.sgc")
 	if *checkpoint.UpdateTestdata {
 		if err := os.WriteFile(path, got, 0o644); err != nil {

@@ -30,8 +30,6 @@ type dataFile struct {
 	groupStart []int
 	sections   []section
 	dataEnd    int64 // offset of the index block
-
-	buf []byte // read buffer, reused
 }
 
 // section is the run of blocks holding one state's entries in one key
@@ -306,111 +304,6 @@ func (f *dataFile) find(si, kg int) (section, bool) {
 		}
 	}
 	return section{}, false
-}
-
-// buffer returns f.buf resized to n bytes.
-func (f *dataFile) buffer(n int) []byte {
-	if cap(f.buf) < n {
-		f.buf = make([]byte, n, max(n, 2*cap(f.buf)))
-	}
-	return f.buf[:n]
-}
-
-// scan calls fn with every entry of the named state in key group kg, which
-// f holds. A state f does not know has no entries.
-func (f *dataFile) scan(name string, kg int, fn func(runtime.Entry) error) error {
-	si := f.stateIndex(name)
-	if si < 0 {
-		return nil
-	}
-	s, ok := f.find(si, kg)
-	if !ok {
-		return nil
-	}
-	spec := f.states[si]
-	subKeyed, hasUserKey := spec.SubKeyed, spec.Kind.HasUserKey()
-	end := s.off + s.length
-	pos := s.off
-	var entries int64
-	// Each read fetches a block's payload and the header of the next block,
-	// so a section costs one read per block.
-	var hdr [blockHeaderSize]byte
-	if err := f.readAt(hdr[:], pos); err != nil {
-		return err
-	}
-	for {
-		n := int64(binary.LittleEndian.Uint32(hdr[0:]))
-		stored := binary.LittleEndian.Uint32(hdr[4:])
-		payloadOff := pos + blockHeaderSize
-		if n < minEntrySize || n > end-payloadOff {
-			return corruptAt(f.path, pos, "block length %d does not fit in the %d bytes that remain of the section (state %q, key group %d)",
-				n, end-payloadOff, name, kg)
-		}
-		next := payloadOff + n
-		ahead := min(end-next, blockHeaderSize)
-		buf := f.buffer(int(n + ahead))
-		if err := f.readAt(buf, payloadOff); err != nil {
-			return err
-		}
-		payload := buf[:n]
-		if want := blockCRC(hdr[0:4], payload); stored != want {
-			return corruptAt(f.path, pos, "block checksum mismatch (stored %08x, computed %08x; state %q, key group %d)",
-				stored, want, name, kg)
-		}
-		copy(hdr[:], buf[n:])
-		d := decoder{path: f.path, base: payloadOff, p: payload}
-		var e runtime.Entry
-		first := true
-		for d.pos < len(payload) {
-			at := d.off()
-			switch tag := payload[d.pos]; tag {
-			case tagNewKey:
-				d.pos++
-				k, err := d.bytes("key")
-				if err != nil {
-					return err
-				}
-				e.Key = k
-				if subKeyed {
-					if e.Namespace, err = d.bytes("namespace"); err != nil {
-						return err
-					}
-				}
-			case tagSameKey:
-				if first {
-					return corruptAt(f.path, at, "the first entry of a block refers to a previous key")
-				}
-				d.pos++
-			default:
-				return corruptAt(f.path, at, "unknown entry tag %d", tag)
-			}
-			first = false
-			var err error
-			if hasUserKey {
-				if e.UserKey, err = d.bytes("user key"); err != nil {
-					return err
-				}
-			}
-			if e.Value, err = d.bytes("value"); err != nil {
-				return err
-			}
-			entries++
-			if entries > s.entries {
-				return corruptAt(f.path, at, "state %q, key group %d: more entries than the index's %d", name, kg, s.entries)
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		pos = next
-		if pos == end {
-			break
-		}
-	}
-	if entries != s.entries {
-		return corruptAt(f.path, end, "state %q, key group %d: %d entries, the index says %d", name, kg, entries, s.entries)
-	}
-	return nil
 }
 
 // byteRange returns the offset and length of the data of key groups kgs

@@ -113,7 +113,7 @@ func (r *Reader) View(ctx context.Context, operator string, kgs runtime.KeyGroup
 		return nil, fmt.Errorf("%w: %s: operator %q covers key groups %v, not all of %v",
 			ErrIncomplete, r.name, operator, op.KeyGroups, kgs)
 	}
-	v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: kgs, states: slices.Clone(op.States)}
+	v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: kgs, states: slices.Clone(op.States), readAhead: DefaultReadAhead}
 	for k, in := range op.Instances {
 		part := in.KeyGroups.Intersect(kgs)
 		if part.Empty() {
@@ -248,11 +248,19 @@ func (p UnknownStatePolicy) String() string {
 }
 
 // RestoreOptions tune a restore. The zero value, and a nil *RestoreOptions,
-// keep unknown states.
+// keep unknown states and read ahead DefaultReadAhead blocks.
 type RestoreOptions struct {
 	// UnknownStates is what to do with checkpointed states the store has
 	// not registered.
 	UnknownStates UnknownStatePolicy
+	// ReadAhead is how many blocks of a section (the entries of one state
+	// in one key group) the reader reads, checks and decodes ahead of the
+	// store, on a goroutine of its own, while the store inserts the
+	// entries before them; zero means DefaultReadAhead. A negative value
+	// turns read-ahead off: the store's goroutine reads as it inserts.
+	// Each Scan of a section of several blocks then holds ReadAhead+1
+	// blocks and the offsets of their entries.
+	ReadAhead int
 }
 
 func (o *RestoreOptions) policy() UnknownStatePolicy {
@@ -260,6 +268,18 @@ func (o *RestoreOptions) policy() UnknownStatePolicy {
 		return KeepUnknownStates
 	}
 	return o.UnknownStates
+}
+
+func (o *RestoreOptions) readAhead() (int, error) {
+	switch {
+	case o == nil || o.ReadAhead == 0:
+		return DefaultReadAhead, nil
+	case o.ReadAhead < 0:
+		return 0, nil
+	case o.ReadAhead > MaxReadAhead:
+		return 0, fmt.Errorf("checkpoint: ReadAhead %d is more than %d", o.ReadAhead, MaxReadAhead)
+	}
+	return o.ReadAhead, nil
 }
 
 // CheckStates checks the states of a checkpoint against the states a store
@@ -334,6 +354,10 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 	if policy < KeepUnknownStates || policy > FailOnUnknownStates {
 		return stats, fmt.Errorf("checkpoint: restore %s: invalid %v", r.name, policy)
 	}
+	readAhead, err := opts.readAhead()
+	if err != nil {
+		return stats, err
+	}
 	if err := op.Check(cfg, store.States(), policy); err != nil {
 		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 	}
@@ -364,15 +388,17 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 		})
 	}
 	views := make([]*View, 0, len(plan.Reads))
+	var entries atomic.Int64
 	defer func() {
 		for _, v := range views {
 			stats.BytesRead += v.BytesRead()
 			_ = v.Close()
 		}
+		stats.Entries = entries.Load()
 		stats.Duration = time.Since(t0)
 	}()
 	for _, rd := range plan.Reads {
-		v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: rd.KeyGroups, states: slices.Clone(op.States)}
+		v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: rd.KeyGroups, states: slices.Clone(op.States), readAhead: readAhead}
 		f, err := r.openFile(ctx, opIndex, rd.Instance, &v.read)
 		if err != nil {
 			return stats, err
@@ -382,7 +408,7 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 	}
 	stats.Files = len(views)
 	for _, v := range views {
-		fv := &filteredView{View: v, states: states, entries: &stats.Entries}
+		fv := &filteredView{View: v, states: states, entries: &entries}
 		if err := store.Restore(fv); err != nil {
 			return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 		}
@@ -448,12 +474,14 @@ func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, file File) erro
 		return corruptAt(path, 0, "file checksum mismatch (metadata %08x, computed %08x)", file.CRC32C, crc)
 	}
 	var entries int64
-	count := func(runtime.Entry) error { entries++; return nil }
+	count := func(runtime.Entry) error { return nil }
 	for kg := range f.kgs.All() {
 		for _, s := range f.states {
-			if err := f.scan(s.Name, kg, count); err != nil {
+			n, err := f.scan(ctx, s.Name, kg, 0, count)
+			if err != nil {
 				return err
 			}
+			entries += n
 		}
 	}
 	if entries != file.Entries {

@@ -82,7 +82,9 @@ type ObjectWriter interface {
 	Abort() error
 }
 
-// Object is a committed object opened for reading.
+// Object is a committed object opened for reading. As io.ReaderAt
+// requires, ReadAt may be called from several goroutines at once: the
+// reader scans several sections of one file in parallel, and reads ahead.
 type Object interface {
 	io.ReaderAt
 	// Size returns the object's length in bytes.

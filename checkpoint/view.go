@@ -20,17 +20,20 @@ import (
 //
 // A View reads its files lazily, section by section, and verifies every
 // block's checksum as it goes; a corrupt block fails the Scan that meets it
-// with a *FileError naming the file and offset. Like any runtime.View, a
-// View is used by one goroutine at a time. Close (or Release) closes its
-// files.
+// with a *FileError naming the file and offset. A section of several
+// blocks is read and decoded ahead of the Scan's callback on a goroutine
+// of the Scan's own (see RestoreOptions.ReadAhead). Like any runtime.View,
+// a View may be scanned from several goroutines at once for different key
+// groups. Close (or Release) closes its files.
 type View struct {
-	ctx    context.Context
-	maxP   int
-	kgs    runtime.KeyGroupRange
-	states []runtime.StateSpec
-	parts  []viewPart // ordered by key groups; together they cover kgs
-	read   atomic.Int64
-	closed atomic.Bool
+	ctx       context.Context
+	maxP      int
+	kgs       runtime.KeyGroupRange
+	states    []runtime.StateSpec
+	parts     []viewPart // ordered by key groups; together they cover kgs
+	readAhead int        // blocks decoded ahead of a Scan's callback; 0: none
+	read      atomic.Int64
+	closed    atomic.Bool
 }
 
 // viewPart is the part of a View that one data file serves.
@@ -48,7 +51,7 @@ var _ runtime.Snapshot = (*View)(nil)
 // restore goes through Open and Reader, which also check the file against
 // the metadata.
 func OpenFile(path string, r io.ReaderAt, size int64) (*View, error) {
-	v := &View{ctx: context.Background()}
+	v := &View{ctx: context.Background(), readAhead: DefaultReadAhead}
 	f, err := openDataFile(path, r, size, &v.read)
 	if err != nil {
 		return nil, err
@@ -70,17 +73,24 @@ func (v *View) KeyGroups() runtime.KeyGroupRange { return v.kgs }
 func (v *View) States() []runtime.StateSpec { return slices.Clone(v.states) }
 
 // Scan implements runtime.View. It fails if the View is closed, if its
-// context is done, if kg is outside KeyGroups, if the state is unknown, and
-// with a *FileError wrapping ErrCorrupt if the bytes fail a check.
+// context is done (checked before every block), if kg is outside
+// KeyGroups, if the state is unknown, and with a *FileError wrapping
+// ErrCorrupt if the bytes fail a check.
 func (v *View) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	_, err := v.scan(state, kg, fn)
+	return err
+}
+
+// scan is Scan, and also returns how many entries it passed to fn.
+func (v *View) scan(state string, kg int, fn func(runtime.Entry) error) (int64, error) {
 	if v.closed.Load() {
-		return fmt.Errorf("checkpoint: scan of a closed view: %w", runtime.ErrReleased)
+		return 0, fmt.Errorf("checkpoint: scan of a closed view: %w", runtime.ErrReleased)
 	}
 	if err := v.ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if !v.kgs.Contains(kg) {
-		return fmt.Errorf("%w: checkpoint view: key group %d is outside %v", runtime.ErrInvalidKeyGroup, kg, v.kgs)
+		return 0, fmt.Errorf("%w: checkpoint view: key group %d is outside %v", runtime.ErrInvalidKeyGroup, kg, v.kgs)
 	}
 	if _, ok := slices.BinarySearchFunc(v.states, state, func(s runtime.StateSpec, name string) int {
 		switch {
@@ -91,15 +101,36 @@ func (v *View) Scan(state string, kg int, fn func(runtime.Entry) error) error {
 		}
 		return 0
 	}); !ok {
-		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
+		return 0, fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
 	}
 	i := sort.Search(len(v.parts), func(i int) bool { return v.parts[i].kgs.End > kg })
-	return v.parts[i].file.scan(state, kg, fn)
+	return v.parts[i].file.scan(v.ctx, state, kg, v.readAhead, fn)
 }
 
 // BytesRead returns how many bytes the View has read from its files so far:
 // headers, trailers, indexes and the blocks of the sections scanned.
 func (v *View) BytesRead() int64 { return v.read.Load() }
+
+// Entries returns how many entries Scan(state, kg) passes, from the files'
+// indexes, without reading a block; ok is false if the View has no such
+// state or key group. A Store.Restore may use it to size its tables before
+// it loads them, testing its View for the method
+//
+//	interface{ Entries(state string, kg int) (n int64, ok bool) }
+//
+// which the View that Reader.Restore hands a store implements.
+func (v *View) Entries(state string, kg int) (n int64, ok bool) {
+	if !v.kgs.Contains(kg) || !slices.ContainsFunc(v.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
+		return 0, false
+	}
+	f := v.parts[sort.Search(len(v.parts), func(i int) bool { return v.parts[i].kgs.End > kg })].file
+	if si := f.stateIndex(state); si >= 0 {
+		if s, found := f.find(si, kg); found {
+			return s.entries, true
+		}
+	}
+	return 0, true
+}
 
 // DataBytes returns how many bytes of its files' data blocks the View's key
 // groups occupy: what a Scan of every state of every key group reads, apart
@@ -129,21 +160,29 @@ func (v *View) Close() error {
 func (v *View) Release() error { return v.Close() }
 
 // filteredView hides some states of a View (DropUnknownStates) and counts
-// the entries scanned.
+// the entries scanned. Like the View, it may be scanned from several
+// goroutines at once.
 type filteredView struct {
-	runtime.View
+	*View
 	states  []runtime.StateSpec
-	entries *int64
+	entries *atomic.Int64
 }
 
 func (f *filteredView) States() []runtime.StateSpec { return slices.Clone(f.states) }
+
+// Entries is View.Entries, for the states f shows.
+func (f *filteredView) Entries(state string, kg int) (int64, bool) {
+	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
+		return 0, false
+	}
+	return f.View.Entries(state, kg)
+}
 
 func (f *filteredView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
 	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
 		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
 	}
-	return f.View.Scan(state, kg, func(e runtime.Entry) error {
-		*f.entries++
-		return fn(e)
-	})
+	n, err := f.View.scan(state, kg, fn)
+	f.entries.Add(n)
+	return err
 }

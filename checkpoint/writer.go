@@ -2,12 +2,12 @@ package checkpoint
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
+	goruntime "runtime"
 	"slices"
 
 	"github.com/stategen/stategen/runtime"
@@ -18,11 +18,36 @@ import (
 type WriterOptions struct {
 	// BlockSize is the payload size at which a block is closed; zero means
 	// DefaultBlockSize. Larger blocks cost fewer checksums and system calls;
-	// the writer holds about one block in memory. A block may exceed it by
-	// one entry, and a single entry larger than BlockSize gets a block of
-	// its own (up to MaxBlockSize).
+	// the writer holds a few blocks in memory (see Concurrency). A block
+	// may exceed it by one entry, and a single entry larger than BlockSize
+	// gets a block of its own (up to MaxBlockSize).
 	BlockSize int
+	// Concurrency is how many key groups the writer scans and encodes at
+	// once; zero means DefaultConcurrency. With 1 the calling goroutine
+	// scans, encodes, checksums and writes in turn, holding one block.
+	// With n > 1, n goroutines scan and encode key groups ahead of the
+	// calling goroutine, which writes their blocks in key-group order and
+	// checksums the file. The bytes are the same as with 1. At most n+1
+	// key groups are in flight, each with at most 4 finished blocks
+	// waiting to be written, so memory stays bounded by 5n+5 blocks
+	// whatever the size of the state. The view's Scan is then called from
+	// several goroutines at once, for different key groups, which
+	// runtime.View allows. A job whose operators need every core while
+	// checkpoints are written sets 1: the write takes longer, on one core.
+	Concurrency int
 }
+
+// DefaultConcurrency is the writer's concurrency when WriterOptions do not
+// set one: GOMAXPROCS, at most MaxDefaultConcurrency.
+func DefaultConcurrency() int { return min(goruntime.GOMAXPROCS(0), MaxDefaultConcurrency) }
+
+// MaxDefaultConcurrency caps DefaultConcurrency: beyond a few goroutines
+// a checkpoint write is bound by the storage, and the cores are better
+// left to the operators.
+const MaxDefaultConcurrency = 4
+
+// MaxConcurrency bounds WriterOptions.Concurrency.
+const MaxConcurrency = 256
 
 func (o *WriterOptions) blockSize() (int, error) {
 	if o == nil || o.BlockSize == 0 {
@@ -32,6 +57,16 @@ func (o *WriterOptions) blockSize() (int, error) {
 		return 0, fmt.Errorf("checkpoint: BlockSize %d is outside [1, %d]", o.BlockSize, MaxBlockSize)
 	}
 	return o.BlockSize, nil
+}
+
+func (o *WriterOptions) concurrency() (int, error) {
+	if o == nil || o.Concurrency == 0 {
+		return DefaultConcurrency(), nil
+	}
+	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
+		return 0, fmt.Errorf("checkpoint: Concurrency %d is outside [1, %d]", o.Concurrency, MaxConcurrency)
+	}
+	return o.Concurrency, nil
 }
 
 // InstanceSnapshot describes the data file that one operator instance wrote
@@ -56,15 +91,25 @@ type InstanceSnapshot struct {
 
 // WriteFile writes v to w as one data file of format version 1 and describes
 // it. It streams: it reads v key group by key group, state by state, and
-// holds one block and the key-group index in memory, never the entries. It
-// checks ctx between blocks and fails with ctx's error once ctx is done.
+// holds a few blocks and the key-group index in memory, never the entries
+// (see WriterOptions.Concurrency). It checks ctx between blocks and fails
+// with ctx's error once ctx is done.
 //
 // WriteFile checks that v keeps the View contract (states sorted and valid,
 // no namespace in a keyed state, no user key outside a map, every key in the
 // key group it is scanned from) and fails with ErrInvalidView otherwise.
-// After an error, what was written to w is garbage.
+// With a concurrency above 1, the first error of any key group aborts the
+// whole write and is returned; a panic in v's Scan on one of the writer's
+// goroutines is recovered and returned as an error wrapping ErrPanic. W is
+// written only from the calling goroutine, and WriteFile returns only once
+// every goroutine it started has ended. After an error, what was written
+// to w is garbage.
 func WriteFile(ctx context.Context, w io.Writer, v runtime.View, opts *WriterOptions) (InstanceSnapshot, error) {
 	bs, err := opts.blockSize()
+	if err != nil {
+		return InstanceSnapshot{}, err
+	}
+	conc, err := opts.concurrency()
 	if err != nil {
 		return InstanceSnapshot{}, err
 	}
@@ -83,29 +128,43 @@ func WriteFile(ctx context.Context, w io.Writer, v runtime.View, opts *WriterOpt
 				ErrInvalidView, specs[i-1].Name, s.Name)
 		}
 	}
-	fw := &fileWriter{
-		ctx:       ctx,
-		blockSize: bs,
-		maxP:      maxP,
-	}
+	fw := &fileWriter{blockSize: bs, maxP: maxP}
 	fw.raw = writerFunc(fw.emitRaw(w))
-	fw.out = bufio.NewWriterSize(fw.raw, 256<<10)
-	snap := InstanceSnapshot{MaxParallelism: maxP, KeyGroups: kgs, States: specs}
-	if err := fw.write(v, kgs, specs); err != nil {
+	fw.out = bufio.NewWriterSize(fw.raw, outBufferSize)
+	if err := fw.begin(kgs, specs); err != nil {
 		return InstanceSnapshot{}, err
 	}
-	snap.File = File{Size: fw.size, CRC32C: fw.crc, Entries: fw.entries}
-	return snap, nil
+	if conc == 1 {
+		err = fw.writeSequentially(ctx, v, kgs, specs)
+	} else {
+		err = fw.writePipelined(ctx, v, kgs, specs, conc)
+	}
+	if err != nil {
+		return InstanceSnapshot{}, err
+	}
+	if err := fw.finish(); err != nil {
+		return InstanceSnapshot{}, err
+	}
+	return InstanceSnapshot{
+		MaxParallelism: maxP,
+		KeyGroups:      kgs,
+		States:         specs,
+		File:           File{Size: fw.size, CRC32C: fw.crc, Entries: fw.entries},
+	}, nil
 }
+
+// outBufferSize is the size of the buffer small blocks are gathered in.
+const outBufferSize = 256 << 10
 
 // writerFunc adapts a function to io.Writer.
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// fileWriter is the state of one WriteFile.
+// fileWriter is the output side of one WriteFile: it writes the file's
+// bytes in order, keeping its size and checksum, and builds the index. It
+// is used by one goroutine, the caller's.
 type fileWriter struct {
-	ctx       context.Context
 	raw       io.Writer     // the file, keeping size and checksum
 	out       *bufio.Writer // buffers raw for small writes
 	blockSize int
@@ -115,22 +174,8 @@ type fileWriter struct {
 	crc     uint32 // CRC32C of the bytes written
 	entries int64  // entries written
 
-	// buf is the current block: blockHeaderSize bytes of room for the block
-	// header, then the payload.
-	buf []byte
 	// index is the index payload built so far.
 	index []byte
-
-	// The state and key group being written, and the current section.
-	spec       runtime.StateSpec
-	hasUserKey bool
-	kg         int
-	secLen     int64
-	secEntries int64
-	// prevKey and prevNS alias the current block's last new key, so that
-	// the entries of one (key, namespace) share it.
-	havePrev        bool
-	prevKey, prevNS []byte
 }
 
 // emitRaw returns the function behind fw.out: it writes to w and keeps the
@@ -144,7 +189,8 @@ func (fw *fileWriter) emitRaw(w io.Writer) func([]byte) (int, error) {
 	}
 }
 
-func (fw *fileWriter) write(v runtime.View, kgs runtime.KeyGroupRange, specs []runtime.StateSpec) error {
+// begin writes the header and starts the index with the state table.
+func (fw *fileWriter) begin(kgs runtime.KeyGroupRange, specs []runtime.StateSpec) error {
 	hdr := appendHeader(nil, header{
 		version:        FormatVersion,
 		maxParallelism: uint32(fw.maxP),
@@ -154,7 +200,6 @@ func (fw *fileWriter) write(v runtime.View, kgs runtime.KeyGroupRange, specs []r
 	if _, err := fw.out.Write(hdr); err != nil {
 		return err
 	}
-	// The index begins with the state table.
 	fw.index = binary.AppendUvarint(fw.index, uint64(len(specs)))
 	for _, s := range specs {
 		fw.index = appendBytes(fw.index, []byte(s.Name))
@@ -167,42 +212,44 @@ func (fw *fileWriter) write(v runtime.View, kgs runtime.KeyGroupRange, specs []r
 		fw.index = appendBytes(fw.index, []byte(s.Fingerprint))
 	}
 	fw.index = binary.AppendUvarint(fw.index, uint64(kgs.Len()))
-	fw.buf = make([]byte, blockHeaderSize, blockHeaderSize+fw.blockSize+fw.blockSize/8)
+	return nil
+}
 
-	type section struct {
-		state           int
-		length, entries int64
+// writeBlock writes one finished block. A full block goes straight out,
+// rather than through another copy in the buffer, which serves small
+// blocks.
+func (fw *fileWriter) writeBlock(b []byte) error {
+	if len(b) >= fw.out.Size()/4 {
+		if err := fw.out.Flush(); err != nil {
+			return err
+		}
+		_, err := fw.raw.Write(b)
+		return err
 	}
-	var secs []section
-	scan := func(e runtime.Entry) error { return fw.add(e) }
+	_, err := fw.out.Write(b)
+	return err
+}
+
+// writeSequentially scans, encodes and writes every key group in turn on
+// the calling goroutine.
+func (fw *fileWriter) writeSequentially(ctx context.Context, v runtime.View, kgs runtime.KeyGroupRange, specs []runtime.StateSpec) error {
+	enc := newEncoder(ctx, fw.blockSize, fw.maxP, func(b []byte) ([]byte, error) {
+		return b, fw.writeBlock(b)
+	})
+	var secs []sectionInfo
 	for kg := range kgs.All() {
-		secs = secs[:0]
-		fw.kg = kg
-		for i, s := range specs {
-			if err := fw.ctx.Err(); err != nil {
-				return err
-			}
-			fw.spec, fw.hasUserKey = s, s.Kind.HasUserKey()
-			fw.secLen, fw.secEntries = 0, 0
-			if err := v.Scan(s.Name, kg, scan); err != nil {
-				return fmt.Errorf("checkpoint: write state %q, key group %d: %w", s.Name, kg, err)
-			}
-			if err := fw.flushBlock(); err != nil {
-				return err
-			}
-			if fw.secEntries > 0 {
-				secs = append(secs, section{i, fw.secLen, fw.secEntries})
-			}
+		var err error
+		if secs, err = enc.encodeGroup(v, specs, kg, secs[:0]); err != nil {
+			return err
 		}
-		fw.index = binary.AppendUvarint(fw.index, uint64(len(secs)))
-		prev := -1
-		for _, s := range secs {
-			fw.index = binary.AppendUvarint(fw.index, uint64(s.state-prev-1))
-			fw.index = binary.AppendUvarint(fw.index, uint64(s.length))
-			fw.index = binary.AppendUvarint(fw.index, uint64(s.entries))
-			prev = s.state
-		}
+		fw.index = appendGroupIndex(fw.index, secs)
 	}
+	fw.entries = enc.entries
+	return nil
+}
+
+// finish writes the index block and the trailer, and flushes.
+func (fw *fileWriter) finish() error {
 	if len(fw.index) > MaxBlockSize {
 		return fmt.Errorf("%w: the key-group index is %d bytes, more than MaxBlockSize", ErrTooLarge, len(fw.index))
 	}
@@ -222,133 +269,6 @@ func (fw *fileWriter) write(v runtime.View, kgs runtime.KeyGroupRange, specs []r
 		return err
 	}
 	return fw.out.Flush()
-}
-
-// uvarintLen returns the length of the uvarint encoding of n.
-func uvarintLen(n int) int {
-	l := 1
-	for ; n >= 0x80; n >>= 7 {
-		l++
-	}
-	return l
-}
-
-// appendBytes appends b with a uvarint length prefix.
-func appendBytes(dst, b []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(b)))
-	return append(dst, b...)
-}
-
-// add encodes one entry of the current section.
-func (fw *fileWriter) add(e runtime.Entry) error {
-	if !fw.spec.SubKeyed && len(e.Namespace) > 0 {
-		return fmt.Errorf("%w: keyed state %q has an entry with namespace %x in key group %d",
-			ErrInvalidView, fw.spec.Name, e.Namespace, fw.kg)
-	}
-	if !fw.hasUserKey && len(e.UserKey) > 0 {
-		return fmt.Errorf("%w: %v state %q has an entry with user key %x in key group %d",
-			ErrInvalidView, fw.spec.Kind, fw.spec.Name, e.UserKey, fw.kg)
-	}
-	// A Value state has one entry per (key, namespace): only lists and maps
-	// repeat a key.
-	same := fw.spec.Kind != runtime.KindValue && fw.havePrev &&
-		bytes.Equal(e.Key, fw.prevKey) && bytes.Equal(e.Namespace, fw.prevNS)
-	if !same {
-		if g := fw.keyGroup(e.Key); g != fw.kg {
-			return fmt.Errorf("%w: state %q: key %x scanned from key group %d belongs to key group %d",
-				ErrInvalidView, fw.spec.Name, e.Key, fw.kg, g)
-		}
-	}
-	// The entry's encoded size, without and with its key.
-	tail := 1 + uvarintLen(len(e.Value)) + len(e.Value)
-	if fw.hasUserKey {
-		tail += uvarintLen(len(e.UserKey)) + len(e.UserKey)
-	}
-	full := tail + uvarintLen(len(e.Key)) + len(e.Key)
-	if fw.spec.SubKeyed {
-		full += uvarintLen(len(e.Namespace)) + len(e.Namespace)
-	}
-	need := full
-	if same {
-		need = tail
-	}
-	if len(fw.buf) > blockHeaderSize && len(fw.buf)+need > blockHeaderSize+fw.blockSize {
-		if err := fw.flushBlock(); err != nil {
-			return err
-		}
-		same, need = false, full
-	}
-	if need > MaxBlockSize {
-		return fmt.Errorf("%w: state %q: an entry of key %.32x... in key group %d needs %d bytes, more than MaxBlockSize",
-			ErrTooLarge, fw.spec.Name, e.Key, fw.kg, need)
-	}
-	b := fw.buf
-	if same {
-		b = append(b, tagSameKey)
-	} else {
-		b = append(b, tagNewKey)
-		b = binary.AppendUvarint(b, uint64(len(e.Key)))
-		kStart := len(b)
-		b = append(b, e.Key...)
-		fw.prevKey = b[kStart:len(b):len(b)]
-		if fw.spec.SubKeyed {
-			b = binary.AppendUvarint(b, uint64(len(e.Namespace)))
-			nStart := len(b)
-			b = append(b, e.Namespace...)
-			fw.prevNS = b[nStart:len(b):len(b)]
-		} else {
-			fw.prevNS = nil
-		}
-		fw.havePrev = true
-	}
-	if fw.hasUserKey {
-		b = binary.AppendUvarint(b, uint64(len(e.UserKey)))
-		b = append(b, e.UserKey...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(e.Value)))
-	b = append(b, e.Value...)
-	fw.buf = b
-	fw.secEntries++
-	fw.entries++
-	return nil
-}
-
-// keyGroup returns runtime.KeyGroupOfHash(runtime.HashKey(key), maxP),
-// with a mask instead of a division when maxP is a power of two (the
-// default, 128): the check costs a hash, not a hash and a division.
-func (fw *fileWriter) keyGroup(key []byte) int {
-	h := runtime.HashKey(key)
-	if fw.maxP&(fw.maxP-1) == 0 {
-		return int(h & uint64(fw.maxP-1))
-	}
-	return runtime.KeyGroupOfHash(h, fw.maxP)
-}
-
-// flushBlock writes the current block, if it holds any entry, and starts a
-// new one.
-func (fw *fileWriter) flushBlock() error {
-	n := len(fw.buf) - blockHeaderSize
-	if n == 0 {
-		return nil
-	}
-	binary.LittleEndian.PutUint32(fw.buf[0:4], uint32(n))
-	binary.LittleEndian.PutUint32(fw.buf[4:8], blockCRC(fw.buf[0:4], fw.buf[blockHeaderSize:]))
-	// A full block goes straight out, rather than through another copy in
-	// the buffer, which serves small blocks.
-	if len(fw.buf) >= fw.out.Size()/4 {
-		if err := fw.out.Flush(); err != nil {
-			return err
-		}
-		if _, err := fw.raw.Write(fw.buf); err != nil {
-			return err
-		}
-	} else if _, err := fw.out.Write(fw.buf); err != nil {
-		return err
-	}
-	fw.secLen += int64(len(fw.buf))
-	fw.buf = fw.buf[:blockHeaderSize]
-	fw.havePrev, fw.prevKey, fw.prevNS = false, nil, nil
-	return fw.ctx.Err()
 }
 
 // WriteInstance writes v as object name of checkpoint ckpt in s (see

@@ -237,9 +237,9 @@ type Store interface {
 	// read from another goroutine while the store keeps changing, and
 	// reflects exactly the writes made before Snapshot returned (and only
 	// the states registered by then). The caller must Release it whatever
-	// happens. Several snapshots may be live, each read by its own
-	// goroutine at the same time, and Release may be called from any
-	// goroutine.
+	// happens. Several snapshots may be live, each read by goroutines of
+	// its own at the same time (several per snapshot, for different key
+	// groups: see View), and Release may be called from any goroutine.
 	Snapshot() (Snapshot, error)
 
 	// Restore loads the entries of every key group that both src and the
@@ -355,8 +355,16 @@ type Entry struct {
 
 // View is a read-only view of the states of a range of key groups: a
 // snapshot of a live store, or a checkpoint being restored. It is what the
-// checkpoint writer reads and what Store.Restore loads. A View may be read
-// from any one goroutine at a time.
+// checkpoint writer reads and what Store.Restore loads.
+//
+// A View may be used from several goroutines at once, as long as the Scans
+// that run at the same time are of different key groups: the checkpoint
+// writer scans key groups in parallel, and a Store.Restore may load them in
+// parallel. Scans of the same key group must not overlap (a View may keep
+// per-key-group state for a Scan), but may follow each other on different
+// goroutines. Every implementation passes the conformance step that scans
+// disjoint key groups from several goroutines under -race
+// (runtime/storetest, SnapshotsWhileWriting/ConcurrentScans).
 type View interface {
 	// MaxParallelism returns the number of key groups of the job the view
 	// belongs to.
@@ -372,6 +380,12 @@ type View interface {
 	// in order (see Entry). The slices of an Entry are valid only during the
 	// call. Scanning a key group outside KeyGroups or an unknown state is an
 	// error.
+	//
+	// Scan may be called from several goroutines at once for different key
+	// groups (see View). A caller stops a Scan early — on cancellation,
+	// say — by returning an error from fn, such as its context's error:
+	// Scan takes no context, as fn sees every entry and so a cancellation
+	// within one entry.
 	Scan(state string, kg int, fn func(Entry) error) error
 }
 

@@ -28,6 +28,7 @@ const (
 	deleteAllOneNamespace
 	restoreDropsLists
 	namespacesRepeats
+	scansInterfere
 )
 
 // flawed is a Model with one flaw.
@@ -92,8 +93,29 @@ func (s *flawed) Snapshot() (runtime.Snapshot, error) {
 		return out, err
 	case secondReleaseSucceeds:
 		return lenientRelease{snap}, nil
+	case scansInterfere:
+		return &interferingScans{Snapshot: snap}, nil
 	}
 	return snap, nil
+}
+
+// interferingScans is a snapshot whose Scans spoil each other's values
+// when they overlap: a backend that shares scan state between goroutines,
+// without the data race that would stop the test binary under -race.
+type interferingScans struct {
+	runtime.Snapshot
+	running atomic.Int32
+}
+
+func (s *interferingScans) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	s.running.Add(1)
+	defer s.running.Add(-1)
+	return s.Snapshot.Scan(state, kg, func(e runtime.Entry) error {
+		if s.running.Load() > 1 {
+			e.Value = []byte("spoiled by another Scan")
+		}
+		return fn(e)
+	})
 }
 
 type lenientRelease struct{ runtime.Snapshot }
@@ -280,6 +302,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"DeleteAllOneNamespace", deleteAllOneNamespace, []string{"Contract/NamespacesAndDeleteAll", "Random/MaxP128"}},
 		{"RestoreDropsLists", restoreDropsLists, []string{"Contract/Restore", "Restore/Fresh", "Rescale/1to4", "Rescale/4to1"}},
 		{"NamespacesRepeats", namespacesRepeats, []string{"Contract/NamespacesAndDeleteAll", "Random/MaxP8Partial"}},
+		{"ScansInterfere", scansInterfere, []string{"SnapshotsWhileWriting/ConcurrentScans"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -299,7 +322,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 // are transparent when no flaw is set: the failures above come from the
 // flaws.
 func TestSuitePassesUnflawedWrapper(t *testing.T) {
-	for _, path := range []string{"Contract/SortedMapRange", "Contract/CopiesInputs", "Random/MaxP8Partial", "Rescale/3to2"} {
+	for _, path := range []string{"Contract/SortedMapRange", "Contract/CopiesInputs", "Random/MaxP8Partial", "Rescale/3to2", "SnapshotsWhileWriting/ConcurrentScans"} {
 		if err := runCheck(t, newFlawed(0), path, WithScale(0.3)); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}

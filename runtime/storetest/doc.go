@@ -33,7 +33,9 @@
 // the backend and to a fresh Model, every read compared, full snapshot
 // comparisons every ~200 operations, live snapshots and restores
 // interleaved), SnapshotsWhileWriting (snapshots read on other goroutines
-// while the store changes; run it with -race), Restore, and Rescale (the
+// while the store changes, and the key groups of one snapshot scanned by
+// several goroutines at once, as runtime.View allows; run it with -race),
+// Restore, and Rescale (the
 // snapshots of p stores restored into q stores owning other key-group
 // ranges, and back). Randomized sub-tests log their seed;
 // STATEGEN_SEED=<n> replays a run, STATEGEN_LONG=1 runs 100 times as many

@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -59,21 +62,133 @@ func Dump(v runtime.View) (Contents, error) {
 			if err != nil {
 				return Contents{}, fmt.Errorf("dump: %w", err)
 			}
-			if len(entries) == 0 {
-				continue
+			if len(entries) > 0 {
+				sc.Groups[kg] = records(entries)
 			}
-			recs := make([]Record, len(entries))
-			for i, e := range entries {
-				recs[i] = Record{Key: string(e.Key), Namespace: string(e.Namespace), UserKey: string(e.UserKey), Value: string(e.Value)}
-			}
-			slices.SortStableFunc(recs, func(a, b Record) int {
-				return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.UserKey, b.UserKey))
-			})
-			sc.Groups[kg] = recs
 		}
 		c.States[spec.Name] = sc
 	}
 	return c, nil
+}
+
+// records returns the canonical, sorted Records of the entries of one
+// state in one key group.
+func records(entries []runtime.Entry) []Record {
+	recs := make([]Record, len(entries))
+	for i, e := range entries {
+		recs[i] = Record{Key: string(e.Key), Namespace: string(e.Namespace), UserKey: string(e.UserKey), Value: string(e.Value)}
+	}
+	slices.SortStableFunc(recs, func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.UserKey, b.UserKey))
+	})
+	return recs
+}
+
+// overlapWait bounds how long a goroutine of dumpConcurrently waits for
+// the others to be inside a Scan too: a View that serializes its Scans
+// (which is allowed) makes it wait that long once per goroutine.
+const overlapWait = 2 * time.Second
+
+// dumpConcurrently is Dump with the key groups of v scanned by workers
+// goroutines at once — goroutine w takes key groups Start+w,
+// Start+w+workers, ..., for every state — which runtime.View allows. So
+// that the Scans really overlap, each goroutine waits in the first
+// callback it gets until every other one is in a callback too, or has
+// nothing to scan, or overlapWait has passed.
+func dumpConcurrently(v runtime.View, workers int) (Contents, error) {
+	maxP := v.MaxParallelism()
+	groups := v.KeyGroups()
+	if err := groups.Validate(maxP); err != nil {
+		return Contents{}, fmt.Errorf("concurrent dump: %w", err)
+	}
+	specs, err := viewStates(v)
+	if err != nil {
+		return Contents{}, fmt.Errorf("concurrent dump: %w", err)
+	}
+	gate := &overlapGate{n: int32(workers), all: make(chan struct{})}
+	type result struct {
+		entries map[string]map[int][]runtime.Entry
+		err     error
+	}
+	results := make([]result, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			gv := &gatedView{View: v, gate: gate}
+			defer gv.arrive(false)
+			out := make(map[string]map[int][]runtime.Entry, len(specs))
+			for _, spec := range specs {
+				out[spec.Name] = make(map[int][]runtime.Entry)
+				for kg := groups.Start + w; kg < groups.End; kg += workers {
+					entries, err := readGroup(gv, spec, kg)
+					if err != nil {
+						results[w].err = err
+						return
+					}
+					out[spec.Name][kg] = entries
+				}
+			}
+			results[w].entries = out
+		})
+	}
+	wg.Wait()
+	c := Contents{MaxParallelism: maxP, KeyGroups: groups, States: make(map[string]StateContents, len(specs))}
+	for _, spec := range specs {
+		c.States[spec.Name] = StateContents{Spec: spec, Groups: make(map[int][]Record)}
+	}
+	for w, r := range results {
+		if r.err != nil {
+			return Contents{}, fmt.Errorf("concurrent dump, goroutine %d of %d: %w", w, workers, r.err)
+		}
+		for name, byGroup := range r.entries {
+			for kg, entries := range byGroup {
+				if len(entries) > 0 {
+					c.States[name].Groups[kg] = records(entries)
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+// overlapGate is where the goroutines of dumpConcurrently meet.
+type overlapGate struct {
+	n     int32
+	count atomic.Int32
+	all   chan struct{} // closed when all n have arrived
+}
+
+// gatedView is one goroutine's View in dumpConcurrently: its first
+// callback arrives at the gate and waits there.
+type gatedView struct {
+	runtime.View
+	gate    *overlapGate
+	arrived bool
+}
+
+// arrive marks the goroutine as arrived, once, and waits for the others if
+// wait.
+func (v *gatedView) arrive(wait bool) {
+	if v.arrived {
+		return
+	}
+	v.arrived = true
+	if v.gate.count.Add(1) == v.gate.n {
+		close(v.gate.all)
+	}
+	if wait {
+		select {
+		case <-v.gate.all:
+		case <-time.After(overlapWait):
+		}
+	}
+}
+
+func (v *gatedView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	return v.View.Scan(state, kg, func(e runtime.Entry) error {
+		v.arrive(true)
+		return fn(e)
+	})
 }
 
 // Restrict returns the part of c in the key groups of r: what a store that

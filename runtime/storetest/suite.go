@@ -77,8 +77,10 @@ func WithSeed(seed uint64) Option {
 //     read by read, with a full comparison of snapshots every ~200
 //     operations, snapshots held live across writes, and restores;
 //   - SnapshotsWhileWriting: snapshots read on other goroutines while the
-//     store keeps changing, several live at once, released in random order
-//     (run it with -race);
+//     store keeps changing, several live at once, released in random order;
+//     and (ConcurrentScans) the key groups of one snapshot, and of the
+//     codec's View of it, scanned by several goroutines at once, each its
+//     own key groups (run it with -race);
 //   - Restore: a snapshot restored into a fresh store, which then goes on;
 //   - Rescale: the snapshots of p stores restored into q stores that own
 //     other key-group ranges, for (p, q) in (1, 4), (2, 3), (3, 2), (4, 1),
@@ -123,7 +125,7 @@ func suiteGroups() []group {
 	return []group{
 		{"Contract", contractChecks()},
 		{"Random", randomChecks()},
-		{"SnapshotsWhileWriting", []check{{"Overlap", checkSnapshotsWhileWriting}}},
+		{"SnapshotsWhileWriting", []check{{"Overlap", checkSnapshotsWhileWriting}, {"ConcurrentScans", checkConcurrentScans}}},
 		{"Restore", []check{{"Fresh", checkRestoreFresh}}},
 		{"Rescale", rescaleChecks()},
 	}
