@@ -93,6 +93,7 @@ func (tv *tableView) pageSet() *pageSet {
 	if ps := tv.pages.Load(); ps != nil {
 		return ps
 	}
+	// (A view freed meanwhile gets a page set nobody reads: harmless.)
 	n := len(tv.main.dir) + len(tv.main.odir)
 	// Each record is saved at most once: that bounds the chunks needed.
 	undo := len(tv.main.dir)*min(1<<tv.main.logcap, pageSlots)*(undoRecHeader+int(tv.main.w)) +
@@ -169,6 +170,20 @@ type snapShared struct {
 	live   *atomic.Int64
 	seq    uint64
 	onLeak func(uint64)
+	// states are the snapshot's views, whose undo logs free drops at once
+	// (the tables drop their pointers to the views lazily).
+	states map[string]*stateView
+}
+
+// free ends the snapshot's protection: it no longer counts as live, and
+// its undo logs are garbage.
+func (sh *snapShared) free() {
+	sh.live.Add(-1)
+	for _, sv := range sh.states {
+		for i := range sv.tabs {
+			sv.tabs[i].pages.Store(nil)
+		}
+	}
 }
 
 const (
@@ -191,7 +206,7 @@ func (sh *snapShared) release() bool {
 		}
 		if sh.state.CompareAndSwap(s, n) {
 			if n&freedBit != 0 {
-				sh.live.Add(-1)
+				sh.free()
 			}
 			return true
 		}
@@ -223,7 +238,7 @@ func (sh *snapShared) endScan() {
 		}
 		if sh.state.CompareAndSwap(s, n) {
 			if n&freedBit != 0 && s&freedBit == 0 {
-				sh.live.Add(-1)
+				sh.free()
 			}
 			return
 		}
