@@ -93,6 +93,7 @@ func (tv *tableView) pageSet() *pageSet {
 	if ps := tv.pages.Load(); ps != nil {
 		return ps
 	}
+	// (A view freed meanwhile gets a page set nobody reads: harmless.)
 	n := len(tv.main.dir) + len(tv.main.odir)
 	// Each record is saved at most once: that bounds the chunks needed.
 	undo := len(tv.main.dir)*min(1<<tv.main.logcap, pageSlots)*(undoRecHeader+int(tv.main.w)) +
@@ -169,6 +170,20 @@ type snapShared struct {
 	live   *atomic.Int64
 	seq    uint64
 	onLeak func(uint64)
+	// states are the snapshot's views, whose undo logs free drops at once
+	// (the tables drop their pointers to the views lazily).
+	states map[string]*stateView
+}
+
+// free ends the snapshot's protection: it no longer counts as live, and
+// its undo logs are garbage.
+func (sh *snapShared) free() {
+	sh.live.Add(-1)
+	for _, sv := range sh.states {
+		for i := range sv.tabs {
+			sv.tabs[i].pages.Store(nil)
+		}
+	}
 }
 
 const (
@@ -191,7 +206,7 @@ func (sh *snapShared) release() bool {
 		}
 		if sh.state.CompareAndSwap(s, n) {
 			if n&freedBit != 0 {
-				sh.live.Add(-1)
+				sh.free()
 			}
 			return true
 		}
@@ -223,7 +238,7 @@ func (sh *snapShared) endScan() {
 		}
 		if sh.state.CompareAndSwap(s, n) {
 			if n&freedBit != 0 && s&freedBit == 0 {
-				sh.live.Add(-1)
+				sh.free()
 			}
 			return
 		}
@@ -330,45 +345,65 @@ func (tv *tableView) scanPage(ps *pageSet, sc *scanner, j int, page []byte, w, f
 	}
 	head := st.head.Load()
 	if head == 0 {
-		return sc.page(page, w, from, per)
+		return sc.page(page, w, from, per, nil)
 	}
-	var saved [pageSlots][]byte
+	u := &sc.undo
+	clear(u.bits[:])
 	for ref := head; ref != 0; {
 		next, slot, rec := ps.undoRec(ref-1, w)
-		saved[slot] = rec
+		u.recs[slot] = rec
+		u.bits[slot>>6] |= 1 << (slot & 63)
 		ref = next
 	}
-	for s := from; s < per; s++ {
-		rec := page[s*w : s*w+w : s*w+w]
-		if saved[s] != nil {
-			rec = saved[s]
-		}
-		if ctrl(rec) > recTomb {
-			if err := sc.record(rec); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return sc.page(page, w, from, per, u)
 }
 
-// page reports the entries of records from..per of a page no write has
-// changed since the snapshot. It finds the occupied records of each run of
-// 64 without a branch per record (which would be mispredicted half the
-// time at the usual load), and reports inline entries of Value states
-// without a call of its own.
-func (sc *scanner) page(page []byte, w, from, per int) error {
+// undoSlots are the records of a page that come from the undo log.
+type undoSlots struct {
+	bits [pageSlots / 64]uint64
+	recs [pageSlots][]byte // valid where bits are set
+}
+
+// page reports the entries of records from..per of a page, taking the
+// records in u (if any) from the undo log. It finds the occupied records of
+// each run of 64 without a branch per record (which would be mispredicted
+// half the time at the usual load), and reports inline entries of Value
+// states without a call of its own.
+func (sc *scanner) page(page []byte, w, from, per int, u *undoSlots) error {
 	value := sc.kind == srt.KindValue
-	for base := from; base < per; base += 64 {
+	for base := from &^ 63; base < per; base += 64 {
 		n := min(64, per-base)
 		run := page[base*w : (base+n)*w]
-		var occ uint64
-		for i := range n {
-			occ |= b2u(binary.LittleEndian.Uint32(run[i*w:]) > recTomb) << i
+		var occ, saved uint64
+		if u == nil {
+			for i := range n {
+				occ |= b2u(binary.LittleEndian.Uint32(run[i*w:]) > recTomb) << i
+			}
+		} else {
+			// The page's bytes of a saved record may be being written:
+			// only the undo log's copy may be read.
+			saved = u.bits[base>>6]
+			for i := range n {
+				var c uint32
+				if saved>>i&1 != 0 {
+					c = binary.LittleEndian.Uint32(u.recs[base+i])
+				} else {
+					c = binary.LittleEndian.Uint32(run[i*w:])
+				}
+				occ |= b2u(c > recTomb) << i
+			}
+		}
+		if base < from {
+			occ &^= 1<<(from-base) - 1
 		}
 		for ; occ != 0; occ &= occ - 1 {
-			off := bits.TrailingZeros64(occ) * w
-			rec := run[off : off+w : off+w]
+			i := bits.TrailingZeros64(occ)
+			var rec []byte
+			if saved>>i&1 != 0 {
+				rec = u.recs[base+i]
+			} else {
+				rec = run[i*w : i*w+w : i*w+w]
+			}
 			if value && rec[0]&3 == recInline && rec[4]|rec[5]|rec[6] < 0x80 {
 				ke := 7 + int(rec[4])
 				ne := ke + int(rec[5])
@@ -399,6 +434,7 @@ func b2u(b bool) uint64 {
 // scanner turns the records of a table into Entries. It allocates nothing
 // per entry.
 type scanner struct {
+	undo  undoSlots // scratch for pages with undo records
 	slabs [][]byte
 	kind  srt.Kind
 	fn    func(srt.Entry) error

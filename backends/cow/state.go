@@ -61,7 +61,9 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 	if len(t.slabs) > maxSlabs-slabHeadroom {
 		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group)
 	}
-	t.cow = s.live.Load() != 0
+	if t.cow = s.live.Load() != 0; !t.cow && len(t.prot) != 0 {
+		t.dropFreed()
+	}
 	t.epoch = s.seq
 	t.step(&t.main)
 	return t, nil

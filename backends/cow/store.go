@@ -127,7 +127,11 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	for name, st := range s.states {
 		sv := &stateView{spec: st.spec, tabs: make([]tableView, len(st.tabs))}
 		for i, t := range st.tabs {
-			if t == nil || t.empty() {
+			if t == nil {
+				continue
+			}
+			if t.empty() {
+				t.dropFreed()
 				continue
 			}
 			tv := &sv.tabs[i]
@@ -138,6 +142,7 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 		}
 		snap.states[name] = sv
 	}
+	sh.states = snap.states
 	s.live.Add(1)
 	sh.arm(snap)
 	return snap, nil

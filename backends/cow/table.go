@@ -77,6 +77,14 @@ func (t *table) guard(p *pg, i, pos, w int) bool {
 // protect registers the view of a snapshot being taken, dropping the views
 // of freed snapshots.
 func (t *table) protect(tv *tableView) {
+	t.dropFreed()
+	t.prot = append(t.prot, tv)
+}
+
+// dropFreed drops the views of freed snapshots from t.prot, so that the
+// table no longer keeps their roots reachable. Snapshot calls it for every
+// table, and a write for its table once no snapshot is live.
+func (t *table) dropFreed() {
 	keep := t.prot[:0]
 	for _, v := range t.prot {
 		if !v.sh.freed() {
@@ -84,7 +92,7 @@ func (t *table) protect(tv *tableView) {
 		}
 	}
 	clear(t.prot[len(keep):])
-	t.prot = append(keep, tv)
+	t.prot = keep
 }
 
 func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {

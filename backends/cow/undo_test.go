@@ -428,3 +428,37 @@ func TestSavedRecordIsWrittenWhileReaderIsOnPage(t *testing.T) {
 		t.Fatalf("Get = %q after the writes", got)
 	}
 }
+
+// TestReleaseDropsUndoLogsAndViews pins that a released snapshot's undo
+// logs become garbage at once, and that a table stops pointing at the view
+// of a released snapshot on its next write (or the next Snapshot), so
+// neither keeps the snapshot's memory reachable.
+func TestReleaseDropsUndoLogsAndViews(t *testing.T) {
+	s, v, keys := valueFixture(t, 3000)
+	tb := v.tabs[0]
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys[:100] {
+		if err := v.Put(k, []byte("new-value")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tv := &snap.(*snapshot).states["v"].tabs[0]
+	if tv.pages.Load() == nil || len(tb.prot) != 1 {
+		t.Fatalf("under a live snapshot: page set %v, %d views protected; want a page set and 1 view", tv.pages.Load() != nil, len(tb.prot))
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if tv.pages.Load() != nil {
+		t.Fatal("a released snapshot keeps its undo logs")
+	}
+	if err := v.Put(keys[0], []byte("newer-val")); err != nil {
+		t.Fatal(err)
+	}
+	if len(tb.prot) != 0 {
+		t.Fatalf("the table still points at %d views after a write with no live snapshot", len(tb.prot))
+	}
+}
