@@ -160,47 +160,39 @@ func TestStategenMarshalDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkCodecMarshal(b *testing.B) {
-	for _, c := range codecContenders() {
-		b.Run("codec="+c.name, func(b *testing.B) {
-			buf, _ := c.marshal(nil)
-			b.SetBytes(int64(len(buf)))
-			b.ReportAllocs()
-			for b.Loop() {
-				var err error
-				if buf, err = c.marshal(buf[:0]); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchCodecs(b, true, func(c codecContender, buf []byte) ([]byte, error) { return c.marshal(buf[:0]) })
 }
 
 func BenchmarkCodecUnmarshal(b *testing.B) {
-	for _, c := range codecContenders() {
-		b.Run("codec="+c.name, func(b *testing.B) {
-			data, _ := c.marshal(nil)
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := c.unmarshal(data); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchCodecs(b, true, func(c codecContender, buf []byte) ([]byte, error) { return buf, c.unmarshal(buf) })
 }
 
 func BenchmarkCodecRoundTrip(b *testing.B) {
+	benchCodecs(b, false, func(c codecContender, buf []byte) ([]byte, error) {
+		buf, err := c.marshal(buf[:0])
+		if err == nil {
+			err = c.unmarshal(buf)
+		}
+		return buf, err
+	})
+}
+
+// benchCodecs runs op on every contender as codec=<name>, starting from
+// the contender's encoding of the value, and with that encoding's size as
+// the bytes of an operation (MB/s) if setBytes.
+func benchCodecs(b *testing.B, setBytes bool, op func(c codecContender, buf []byte) ([]byte, error)) {
 	for _, c := range codecContenders() {
 		b.Run("codec="+c.name, func(b *testing.B) {
-			buf, _ := c.marshal(nil)
+			buf, err := c.marshal(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if setBytes {
+				b.SetBytes(int64(len(buf)))
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				var err error
-				if buf, err = c.marshal(buf[:0]); err != nil {
-					b.Fatal(err)
-				}
-				if err := c.unmarshal(buf); err != nil {
+				if buf, err = op(c, buf); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,31 +1,96 @@
-// Package benchmarks measures the state backends on shared workloads, with
-// sub-benchmark names that benchstat can pivot on:
+// Package benchmarks measures stategen's state backends on shared
+// workloads, beside plain baselines, with sub-benchmark names that
+// benchstat and benchreport can pivot on:
 //
 //	BenchmarkValueGet/backend=cow/keys=1M
+//	BenchmarkValueGet/backend=btree/keys=1M
+//	BenchmarkValueGet/backend=pebble/keys=1M
 //	BenchmarkValueGet/backend=gomap/keys=1M
+//	BenchmarkValueGet/backend=btree-raw/keys=1M
+//	BenchmarkValueGet/backend=pebble-raw/keys=1M
 //
-// Every workload runs through the typed handles (runtime.NewValue and
-// friends, int64 keys, a 24-byte struct value) for the backends, and through
-// a plain Go map of the same Go types with the same access pattern (random
-// keys from a pre-generated permutation) for the gomap baseline.
+// # Backends
 //
-// The number of keys is 1M by default. STATEGEN_BENCH_KEYS sets another
-// (e.g. 10K, 250000, 1M); under -short, and in a smoke run that asks for at
-// most 10 iterations (-benchtime=1x, as CI does), it is 10K, so that
-// go test -run='^$' -bench=. -benchtime=1x ./benchmarks takes seconds
-// rather than minutes of fixture building. The benchmarks with fixed sizes
-// (snapshot sync phase at 10K to 4M entries, GC cost at 4M) scale them down
-// by the same factor.
+// Every benchmark of an operation is one function that runs on every
+// backend of one table: the stores of stategen (stores in backends_test.go:
+// cow, btree, pebble), through the typed handles (runtime.NewValue and
+// friends, int64 keys, a struct value), and the baselines, which do the
+// same work on the same data without stategen:
 //
-// Besides ns/op, the per-operation benchmarks report cpu-ns/op, the
-// process CPU time per operation, and BenchmarkPutDuringSnapshot reports
-// op-cpu-ns/op, the CPU time of the operator's thread alone: on a shared
-// machine these are steadier than wall time, and they separate the cost of
-// copy-on-write from the competition of the snapshot-scanning goroutine for
-// a core.
+//   - gomap: Go maps of the Go values (a map of slices for lists, a map of
+//     maps for maps). The floor of in-memory point operations. Its snapshot
+//     is a copy of everything, which is what checkpointing a Go map takes.
+//   - btree-raw: tidwall/btree's BTreeG with backends/btree's item layout and
+//     encoded bytes; its snapshot is a Copy of every tree.
+//   - pebble-raw: Pebble with backends/pebble's key layout, list encoding and
+//     options, on disk; its snapshot is a Pebble snapshot.
 //
-// Compare backends, or base and head, with benchstat:
+// A backend against its raw baseline (btree against btree-raw, pebble
+// against pebble-raw) is the cost of the backend itself: both pay the
+// encoding and decoding, only the backend pays the typed handles, the Store
+// contract's checks and the snapshot bookkeeping. Every backend is driven
+// through one interface (target), so all pay the same dynamic call per
+// operation. Adding a backend is one line in stores (or, for a baseline,
+// in baselines): every benchmark then runs on it.
+//
+// # Benchmarks
+//
+// The operations of Flink's state benchmarks (flink-benchmarks), one
+// benchmark each, in ops_test.go: ValueGet, ValuePut (valueUpdate),
+// ValueAdd, ListGet, ListAdd, ListAppend, ListAddAll, ListUpdate, MapGet,
+// MapPut (mapUpdate), MapAdd, MapContains, MapRemove, MapIterate
+// (mapIterator), MapKeys, MapValues; and SortedMapRange, 16 consecutive
+// entries of a 64-entry sorted map. Snapshots, in snapshot_test.go:
+// SnapshotSync (the synchronous phase at keys/100 and keys entries),
+// SnapshotAsync (a full scan of a snapshot: entries/s and MB/s),
+// PutDuringSnapshot (writes while snapshots are scanned, and without),
+// MapFirstPutAfterSnapshot. Memory, in memory_test.go: HeapPerEntry,
+// GCCycle, LargeState (10M entries with STATEGEN_BENCH_LARGE=1). Checkpoint
+// write and restore (checkpoint_test.go), rescale from 2 to 3 instances
+// (rescale_test.go) and the codecs against encoding/json, encoding/gob and
+// tinylib/msgp (codec_test.go, codec=<name>) complete the suite.
+//
+// # Workload
+//
+// Every state holds keys entries: keys values, keys/100 lists of 100
+// elements, keys/10 maps of 10 entries (Flink's shapes), keys/64 sorted
+// maps of 64 entries. Reads and overwrites access keys in a fixed
+// pseudo-random order; operations that insert run on the pre-loaded state
+// and rebuild it, with the timer stopped, once it has doubled (MapRemove
+// once it is empty), so that every operation meets a state of the same
+// size however large b.N grows. Fixtures are built once per backend and
+// shared by the -count runs. The knobs are environment variables:
+//
+//	STATEGEN_BENCH_KEYS        entries per state: 10K, 100K, 1M (1<<20), 250000...
+//	                           Default 1M; 10K under -short and in smoke runs
+//	                           (-benchtime=Nx with N <= 10, as CI's -benchtime=1x).
+//	STATEGEN_BENCH_VALUE_SIZE  bytes of an encoded value, 24 (the default: three
+//	                           int64s) to 1M; beyond 24, a padding of random bytes.
+//	STATEGEN_BENCH_DIST        uniform (default): every key as often; zipf: keys
+//	                           drawn from a Zipf distribution (s=1.1: a few hot
+//	                           keys, a long tail), the hot keys spread over the
+//	                           key space.
+//	STATEGEN_BENCH_LARGE       1: BenchmarkLargeState holds 10M entries (else 20K).
+//
+// The checkpoint and rescale benchmarks follow STATEGEN_BENCH_KEYS too.
+//
+// # Metrics
+//
+// Besides ns/op, B/op and allocs/op, every operation reports cpu-ns/op, the
+// process's CPU time per operation (rebuilds excluded): on a shared machine
+// it is steadier than wall time. PutDuringSnapshot reports op-cpu-ns/op,
+// the CPU time of the operator's thread alone, which separates the cost of
+// the writes from the scanning goroutine's competition for a core.
+//
+// # Comparing
+//
+// Compare backends, or base and head, with benchstat or benchreport
+// (benchmarks/cmd/benchreport, which also draws the chart and runs CI's
+// regression gate):
 //
 //	go test -run='^$' -bench=. -count=6 ./benchmarks > new.txt
-//	benchstat -col /backend new.txt
+//	go tool benchstat -col /backend new.txt
+//	go run ./benchmarks/cmd/benchreport compare-backends new.txt
+//
+// REPORT.md holds the comparison of a full run, with the exact command.
 package benchmarks

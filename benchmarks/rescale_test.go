@@ -1,8 +1,8 @@
 package benchmarks
 
 // BenchmarkRescale measures a rescale from 2 to 3 instances: a checkpoint
-// written by 2 instances is restored into 3 fresh stores of each backend,
-// each reading only the key groups it now owns. It reports the time of the
+// written by 2 instances is restored into 3 fresh stores of each backend of
+// stores, each reading only the key groups it now owns. It reports the time of the
 // three restores together and, as read-fraction, the bytes they read over
 // the checkpoint's data bytes (1.0 means every byte was read exactly once:
 // nothing was read twice, nothing skipped).
@@ -10,10 +10,9 @@ package benchmarks
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
-	"github.com/stategen/stategen/backends/btree"
-	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
 )
@@ -25,27 +24,6 @@ type rangeView struct {
 }
 
 func (v rangeView) KeyGroups() runtime.KeyGroupRange { return v.r }
-
-// rescaleBackends are the checkpoint benchmarks' backends plus the sorted
-// and on-disk ones.
-func rescaleBackends() []ckptBackend {
-	return append(append([]ckptBackend(nil), ckptBackends...),
-		ckptBackend{"btree", func(b *testing.B, cfg runtime.StoreConfig) runtime.Store {
-			s, err := btree.New(btree.Options{StoreConfig: cfg})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
-		ckptBackend{"pebble", func(b *testing.B, cfg runtime.StoreConfig) runtime.Store {
-			s, err := pebble.New(pebble.Options{StoreConfig: cfg, InMemory: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
-	)
-}
 
 func BenchmarkRescale(b *testing.B) {
 	const from, to = 2, 3
@@ -77,7 +55,7 @@ func BenchmarkRescale(b *testing.B) {
 	if err := checkpoint.Commit(ctx, dir, "chk", &checkpoint.Metadata{Operators: []checkpoint.Operator{op}}); err != nil {
 		b.Fatal(err)
 	}
-	for _, be := range rescaleBackends() {
+	for _, be := range stores {
 		b.Run("backend="+be.name, func(b *testing.B) {
 			b.Run(fmt.Sprintf("p=%dto%d/keys=%s", from, to, ckptSizeName(n)), func(b *testing.B) {
 				b.SetBytes(total)
@@ -90,7 +68,10 @@ func BenchmarkRescale(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						store := be.new(b, runtime.StoreConfig{MaxParallelism: ckptMaxP, KeyGroups: r})
+						store, err := be.open(filepath.Join(b.TempDir(), "store"), runtime.StoreConfig{MaxParallelism: ckptMaxP, KeyGroups: r})
+						if err != nil {
+							b.Fatal(err)
+						}
 						b.StartTimer()
 						st, err := checkpoint.Restore(ctx, dir, "chk", "op", j, to, store, nil)
 						if err != nil {
@@ -99,7 +80,9 @@ func BenchmarkRescale(b *testing.B) {
 						b.StopTimer()
 						read += st.BytesRead
 						entries += st.Entries
-						store.Close()
+						if err := store.Close(); err != nil {
+							b.Fatal(err)
+						}
 						b.StartTimer()
 					}
 				}

@@ -14,16 +14,11 @@ import (
 )
 
 func chartCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("benchreport chart", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var bf backendFlags
-	bf.register(fs)
-	out := fs.String("o", "", "write the SVG to this `file` (default stdout)")
-	unit := fs.String("unit", "sec/op", "the `unit` to draw")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	t, err := bf.load(fs.Args())
+	var out, unit *string
+	t, bf, err := parseBackendCmd("chart", args, stderr, func(fs *flag.FlagSet) {
+		out = fs.String("o", "", "write the SVG to this `file` (default stdout)")
+		unit = fs.String("unit", "sec/op", "the `unit` to draw")
+	})
 	if err != nil {
 		return err
 	}

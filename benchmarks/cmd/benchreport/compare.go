@@ -43,45 +43,46 @@ type comparisonCell struct {
 
 // backendFlags are the flags shared by compare-backends and chart.
 type backendFlags struct {
-	ref, filter, trim string
-	alpha             float64
+	ref, filter string
+	alpha       float64
 }
 
-func (f *backendFlags) register(fs *flag.FlagSet) {
+// parseBackendCmd parses the command line of compare-backends or chart,
+// whose own flags extra registers, and loads the files it names into a
+// table whose columns are backends.
+func parseBackendCmd(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*table, *backendFlags, error) {
+	fs := flag.NewFlagSet("benchreport "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := new(backendFlags)
 	fs.StringVar(&f.ref, "ref", "cow", "reference `backend`")
 	fs.StringVar(&f.filter, "filter", "", "keep benchmarks whose name matches this `regexp`")
-	fs.StringVar(&f.trim, "trim", "Btree,Pebble", "comma-separated benchmark-name `prefixes` to drop")
 	fs.Float64Var(&f.alpha, "alpha", 0.05, "significance `level`")
-}
-
-// load reads files into a table whose columns are backends.
-func (f *backendFlags) load(files []string) (*table, error) {
-	if len(files) == 0 {
-		return nil, fmt.Errorf("benchreport: no input files")
+	extra(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, errUsage
+	}
+	if fs.NArg() == 0 {
+		return nil, nil, fmt.Errorf("benchreport: no input files")
 	}
 	var re *regexp.Regexp
 	if f.filter != "" {
 		var err error
 		if re, err = regexp.Compile(f.filter); err != nil {
-			return nil, fmt.Errorf("benchreport: -filter: %w", err)
+			return nil, nil, fmt.Errorf("benchreport: -filter: %w", err)
 		}
 	}
 	if !(f.alpha > 0 && f.alpha < 1) {
-		return nil, fmt.Errorf("benchreport: -alpha %v: want a number between 0 and 1", f.alpha)
+		return nil, nil, fmt.Errorf("benchreport: -alpha %v: want a number between 0 and 1", f.alpha)
 	}
-	return load(loadOptions{paths: files, col: "/backend", filter: re, transform: backendTransform(splitList(f.trim))})
+	t, err := load(loadOptions{paths: fs.Args(), col: "/backend", filter: re, transform: codecAsBackend})
+	return t, f, err
 }
 
 func compareBackendsCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("benchreport compare-backends", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var bf backendFlags
-	bf.register(fs)
-	units := fs.String("units", "sec/op", "comma-separated `units` to tabulate")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	t, err := bf.load(fs.Args())
+	var units *string
+	t, bf, err := parseBackendCmd("compare-backends", args, stderr, func(fs *flag.FlagSet) {
+		units = fs.String("units", "sec/op", "comma-separated `units` to tabulate")
+	})
 	if err != nil {
 		return err
 	}

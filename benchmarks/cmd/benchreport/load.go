@@ -125,43 +125,17 @@ func trimProcs(name string) string { return procsSuffix.ReplaceAllString(name, "
 // -GOMAXPROCS suffix.
 func rowName(row benchproc.Key) string { return trimProcs(row.StringValues()) }
 
-// backendTransform returns the rewrite that compare-backends and chart
-// apply to every result: a codec=<name> key becomes backend=<name> when
-// the name has no backend key, and a prefix in trim followed by an upper
-// case letter is dropped from the base name.
-func backendTransform(trim []string) func(*benchfmt.Result) {
-	return func(r *benchfmt.Result) {
-		base, parts := r.Name.Parts()
-		hasBackend := false
-		for _, p := range parts {
-			if bytes.HasPrefix(p, []byte("/backend=")) {
-				hasBackend = true
-			}
-		}
-		var b bytes.Buffer
-		b.Write(trimBase(base, trim))
-		for _, p := range parts {
-			if !hasBackend && bytes.HasPrefix(p, []byte("/codec=")) {
-				b.WriteString("/backend=")
-				b.Write(p[len("/codec="):])
-				continue
-			}
-			b.Write(p)
-		}
-		r.Name = benchfmt.Name(b.Bytes())
-	}
-}
-
-func trimBase(base []byte, trim []string) []byte {
-	for _, p := range trim {
-		if p == "" || !bytes.HasPrefix(base, []byte(p)) || len(base) == len(p) {
-			continue
-		}
-		if c := base[len(p)]; c >= 'A' && c <= 'Z' {
-			return base[len(p):]
+// codecAsBackend is the rewrite that compare-backends and chart apply to
+// every result: a codec=<name> key becomes backend=<name> when the name
+// has no backend key, so that codecs get columns like backends.
+func codecAsBackend(r *benchfmt.Result) {
+	_, parts := r.Name.Parts()
+	for _, p := range parts {
+		if bytes.HasPrefix(p, []byte("/backend=")) {
+			return
 		}
 	}
-	return base
+	r.Name = benchfmt.Name(bytes.Replace(r.Name, []byte("/codec="), []byte("/backend="), 1))
 }
 
 // splitList splits a comma-separated flag value, dropping empty elements.

@@ -24,18 +24,16 @@
 // default cow) first. Each cell is the median ± its confidence interval;
 // other columns add their ratio to the reference (2.00× means twice the
 // reference's value) and the p-value, or "~" when the difference is not
-// significant. Benchmarks that name their contenders codec=<name> rather than
-// backend=<name> get a column per codec, and a benchmark whose name starts
-// with a backend prefix (-trim, default Btree,Pebble: BtreeValueGet) joins
-// the row of the unprefixed name (ValueGet), so that btree's results line up
-// with cow's.
+// significant. Columns come in the order the backends first appear in the
+// input (the order of the suite's backend table), the reference first.
+// Benchmarks that name their contenders codec=<name> rather than
+// backend=<name> get a column per codec.
 //
 //	-ref name      reference column (default cow)
 //	-units list    comma-separated units to tabulate (default sec/op)
 //	-alpha a       significance level (default 0.05)
 //	-filter re     keep only benchmarks whose name (without "Benchmark")
 //	               matches the regular expression
-//	-trim list     benchmark-name prefixes to drop (default Btree,Pebble)
 //
 // gate compares the benchmarks present in both files and exits with status
 // 1 when any of them regressed: its center moved in the worse direction by
@@ -55,7 +53,7 @@
 // chart writes an SVG picture of the backend comparison of one unit: a
 // group of horizontal bars per operation, one bar per backend, on a
 // logarithmic axis, with a legend. It takes -o (the output file, default
-// stdout) and the -ref, -filter and -trim flags of compare-backends, and
+// stdout), the -ref, -filter and -alpha flags of compare-backends, and
 // -unit (default sec/op).
 //
 // Exit status: 0 on success, 1 when the gate finds a regression, 2 on bad
@@ -81,9 +79,9 @@ var errRegression = errors.New("benchreport: regression")
 var errUsage = errors.New("benchreport: usage")
 
 const usage = `usage:
-  benchreport compare-backends [-ref cow] [-units sec/op] [-alpha 0.05] [-filter re] [-trim Btree,Pebble] FILE...
+  benchreport compare-backends [-ref cow] [-units sec/op] [-alpha 0.05] [-filter re] FILE...
   benchreport gate -base OLD -head NEW [-threshold 10%] [-alpha 0.05] [-units sec/op] [-filter re]
-  benchreport chart [-o chart.svg] [-ref cow] [-unit sec/op] [-filter re] [-trim Btree,Pebble] FILE...
+  benchreport chart [-o chart.svg] [-ref cow] [-unit sec/op] [-filter re] FILE...
 run "go doc github.com/stategen/stategen/benchmarks/cmd/benchreport" for details
 `
 
