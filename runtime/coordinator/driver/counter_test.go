@@ -3,6 +3,9 @@ package driver
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +195,41 @@ func TestSavepointRefusesReservedName(t *testing.T) {
 	c := startPlain(t, checkpoint.NewMem(), &fakeClock{now: t0}, coordinator.Config{Interval: time.Hour})
 	if _, err := c.Savepoint(context.Background(), checkpoint.CoordinatorName); !errors.Is(err, ErrInvalidLocation) {
 		t.Errorf("savepoint to %q: %v, want ErrInvalidLocation", checkpoint.CoordinatorName, err)
+	}
+}
+
+// A counter write cut off by a crash leaves a temporary file among the
+// coordinator's objects, which checkpoint.Cleanup never touches; Start
+// removes it, so crashes do not pile debris up under CoordinatorName.
+func TestStartRemovesACrashedCounterWrite(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := checkpoint.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Create(ctx, checkpoint.CoordinatorName, "crashed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("half a counter")); err != nil {
+		t.Fatal(err)
+	}
+	// w is never committed nor aborted: its process died.
+	clock := &fakeClock{now: t0}
+	cfg := coordinator.Config{Interval: 10 * time.Second, TolerableFailures: coordinator.UnlimitedFailures}
+	c := startPlain(t, s, clock, cfg)
+	defer c.Close(ctx)
+	ents, err := os.ReadDir(filepath.Join(root, checkpoint.CoordinatorName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") {
+			t.Errorf("Start left the crashed counter write %s", e.Name())
+		}
+	}
+	if len(ents) == 0 {
+		t.Error("Start wrote no counter")
 	}
 }

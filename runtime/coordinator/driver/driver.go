@@ -212,6 +212,12 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 		if err != nil {
 			c.log.Warn("checkpoint storage cleanup incomplete", "err", err)
 		}
+		// Cleanup leaves the coordinator's own objects alone; the writes
+		// of a counter that crashed mid-write are this coordinator's to
+		// remove, before it writes the counter itself.
+		if err := opts.Storage.RemoveIncomplete(ctx, checkpoint.CoordinatorName); err != nil {
+			c.log.Warn("coordinator objects cleanup incomplete", "err", err)
+		}
 	}
 	rec.IDLimit = min(rec.NextID+coordinator.CheckpointID(cfg.IDReservation), coordinator.MaxID)
 	if err := c.counter.Reserve(ctx, rec.IDLimit); err != nil {
