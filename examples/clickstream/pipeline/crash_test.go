@@ -142,7 +142,7 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 
 	ctx := t.Context()
 	const maxP = runtime.DefaultMaxParallelism
-	const users = 500
+	const users = 200
 	streamSeed := 1 + seed%1000
 	root := t.TempDir()
 	tmp := filepath.Join(root, "tmp") // the children's scratch directories
