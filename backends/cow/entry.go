@@ -18,6 +18,13 @@ import (
 func entrySize(k, ns, v int) int { return uvlen(k) + uvlen(ns) + uvlen(v) + k + ns + v }
 
 func writeEntry(b, key, ns, val []byte) {
+	if len(key)|len(ns)|len(val) < 0x80 {
+		b[0], b[1], b[2] = byte(len(key)), byte(len(ns)), byte(len(val))
+		n := 3 + copy(b[3:], key)
+		n += copy(b[n:], ns)
+		copy(b[n:], val)
+		return
+	}
 	n := putUvarint(b, len(key))
 	n += putUvarint(b[n:], len(ns))
 	n += putUvarint(b[n:], len(val))

@@ -248,9 +248,26 @@ func (t *table) allocTable(logcap uint8, w int) []pg {
 	per := min(n, pageSlots)
 	dir := make([]pg, n/per)
 	for i := range dir {
-		dir[i] = pg{b: make([]byte, per*w), epoch: t.epoch}
+		b := make([]byte, per*w)
+		touch(b)
+		dir[i] = pg{b: b, epoch: t.epoch}
 	}
 	return dir
+}
+
+// touch writes a zero into every 4 KiB of b, fresh zeroed memory. Memory
+// the Go runtime has just taken from the operating system is not mapped
+// yet: the first read of an OS page maps the shared zero page, and the
+// first write then faults again to give it a page of its own. Records are
+// read (probed) before they are written, so without this each OS page of
+// a new table would fault twice.
+func touch(b []byte) {
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 0
+	}
+	if len(b) > 0 {
+		b[len(b)-1] = 0
+	}
 }
 
 // widthFor returns the record width for entries of mean size mean: room

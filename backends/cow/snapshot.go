@@ -20,6 +20,10 @@ type snapshot struct {
 	groups srt.KeyGroupRange
 	specs  []srt.StateSpec
 	states map[string]*stateView
+	// spare is a scanner kept from one Scan for the next, so that scanning
+	// a snapshot key group by key group allocates once (a Scan nested in
+	// another's callback makes its own).
+	spare atomic.Pointer[scanner]
 }
 
 type stateView struct {
@@ -44,7 +48,7 @@ type tableView struct {
 
 // pageSet is a view's per-page state for the pages of its main table (the
 // pages of main.dir, then those of main.odir), and the undo records of
-// those pages, appended to chunks allocated as needed, 1 KiB growing to
+// those pages, appended to chunks allocated as needed, 256 bytes growing to
 // undoChunk bytes. An undo record is
 //
 //	next (uint32: ref+1 of the page's previous undo record, 0 for none) |
@@ -64,11 +68,14 @@ type tableView struct {
 // data race. A reader never waits for the writer, and the writer never
 // waits for a reader.
 type pageSet struct {
-	pages  []pageState
-	chunks []atomic.Pointer[[]byte]
-	chunk  []byte // the chunk being filled (writer only)
-	off    int    // its fill offset (writer only)
-	cur    int    // its index (writer only)
+	pages []pageState
+	// chunks is made by the first save; the reader reads it only after it
+	// has seen a page's undo head, which the writer publishes after that.
+	chunks    []atomic.Pointer[[]byte]
+	maxChunks int
+	chunk     []byte // the chunk being filled (writer only)
+	off       int    // its fill offset (writer only)
+	cur       int    // its index (writer only)
 }
 
 // pageState is the state of one page of a view, kept together so that a
@@ -99,9 +106,9 @@ func (tv *tableView) pageSet() *pageSet {
 	undo := len(tv.main.dir)*min(1<<tv.main.logcap, pageSlots)*(undoRecHeader+int(tv.main.w)) +
 		len(tv.main.odir)*min(1<<tv.main.ologcap, pageSlots)*(undoRecHeader+int(tv.main.ow))
 	ps := &pageSet{
-		pages:  make([]pageState, n),
-		chunks: make([]atomic.Pointer[[]byte], 8+undo/(undoChunk-undoRecHeader-maxWidth)),
-		cur:    -1,
+		pages:     make([]pageState, n),
+		maxChunks: 10 + undo/(undoChunk-undoRecHeader-maxWidth),
+		cur:       -1,
 	}
 	if tv.pages.CompareAndSwap(nil, ps) {
 		return ps
@@ -137,7 +144,10 @@ func (ps *pageSet) saveRecord(j, slot int, page []byte, w int) bool {
 	st.saved[word] |= bit
 	n := undoRecHeader + w
 	if ps.off+n > len(ps.chunk) {
-		c := make([]byte, min(1<<10<<(ps.cur+1), undoChunk))
+		if ps.chunks == nil {
+			ps.chunks = make([]atomic.Pointer[[]byte], ps.maxChunks)
+		}
+		c := make([]byte, min(256<<(ps.cur+1), undoChunk))
 		ps.cur++
 		ps.chunks[ps.cur].Store(&c)
 		ps.chunk, ps.off = c, 0
@@ -181,7 +191,9 @@ func (sh *snapShared) free() {
 	sh.live.Add(-1)
 	for _, sv := range sh.states {
 		for i := range sv.tabs {
-			sv.tabs[i].pages.Store(nil)
+			if p := &sv.tabs[i].pages; p.Load() != nil {
+				p.Store(nil)
+			}
 		}
 	}
 }
@@ -302,14 +314,21 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	if tv.slabs == nil {
 		return nil
 	}
-	return tv.scan(sv.spec, fn)
+	sc := sn.spare.Swap(nil)
+	if sc == nil {
+		sc = newScanner()
+	}
+	sc.slabs, sc.kind, sc.fn = tv.slabs, sv.spec.Kind, fn
+	err := tv.scan(sc)
+	sc.slabs, sc.fn, sc.e, sc.err = nil, nil, srt.Entry{}, nil
+	sn.spare.Store(sc)
+	return err
 }
 
-// scan calls fn with every entry of the view's table, page by page, each
-// page with its reading count raised (see pageSet).
-func (tv *tableView) scan(spec srt.StateSpec, fn func(srt.Entry) error) error {
+// scan calls sc's callback with every entry of the view's table, page by
+// page, each page with its reading count raised (see pageSet).
+func (tv *tableView) scan(sc *scanner) error {
 	ps := tv.pageSet()
-	sc := newScanner(tv.slabs, spec.Kind, fn)
 	r := &tv.main
 	if r.logcap != 0 {
 		if err := tv.scanPages(ps, sc, r.dir, r.logcap, int(r.w), 0, 0); err != nil {
@@ -444,8 +463,8 @@ type scanner struct {
 	item  func(uk, v []byte) bool
 }
 
-func newScanner(slabs [][]byte, kind srt.Kind, fn func(srt.Entry) error) *scanner {
-	sc := &scanner{slabs: slabs, kind: kind, fn: fn}
+func newScanner() *scanner {
+	sc := new(scanner)
 	sc.elem = func(v []byte) bool {
 		sc.e.Value = v
 		sc.err = sc.fn(sc.e)

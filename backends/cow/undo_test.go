@@ -431,8 +431,9 @@ func TestSavedRecordIsWrittenWhileReaderIsOnPage(t *testing.T) {
 
 // TestReleaseDropsUndoLogsAndViews pins that a released snapshot's undo
 // logs become garbage at once, and that a table stops pointing at the view
-// of a released snapshot on its next write (or the next Snapshot), so
-// neither keeps the snapshot's memory reachable.
+// of a released snapshot on its next write that may allocate (an in-place
+// overwrite needs nothing of the view) or at the next Snapshot, so neither
+// keeps the snapshot's memory reachable.
 func TestReleaseDropsUndoLogsAndViews(t *testing.T) {
 	s, v, keys := valueFixture(t, 3000)
 	tb := v.tabs[0]
@@ -455,10 +456,28 @@ func TestReleaseDropsUndoLogsAndViews(t *testing.T) {
 	if tv.pages.Load() != nil {
 		t.Fatal("a released snapshot keeps its undo logs")
 	}
-	if err := v.Put(keys[0], []byte("newer-val")); err != nil {
+	if err := v.Put(keys[0], []byte("a value of another length")); err != nil {
 		t.Fatal(err)
 	}
 	if len(tb.prot) != 0 {
 		t.Fatalf("the table still points at %d views after a write with no live snapshot", len(tb.prot))
+	}
+	// The next Snapshot drops them too.
+	snap, err = s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+	last, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tb.prot) != 1 {
+		t.Fatalf("after a Snapshot the table points at %d views, want only the live one", len(tb.prot))
+	}
+	if err := last.Release(); err != nil {
+		t.Fatal(err)
 	}
 }
