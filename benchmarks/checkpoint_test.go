@@ -539,14 +539,15 @@ func BenchmarkCheckpointRestoreQuarter(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckpointRestoreReadAhead is BenchmarkCheckpointRestore of cow
-// and btree with read-ahead off (the store's goroutine reads, checks and
-// decodes as it inserts) and on (RestoreOptions.ReadAhead, 2 blocks): what
-// overlapping the reader with the inserts buys.
+// BenchmarkCheckpointRestoreReadAhead is BenchmarkCheckpointRestore of cow,
+// btree and the reader alone with read-ahead off (the store's goroutine
+// reads, checks and decodes as it inserts) and on (RestoreOptions.ReadAhead,
+// 2 blocks): what overlapping the reader with the inserts buys.
 func BenchmarkCheckpointRestoreReadAhead(b *testing.B) {
 	n := ckptKeys(b)
 	dir, size := ckptCommitted(b, n)
-	for _, be := range ckptTargets[:2] {
+	targets := ckptRestoreTargets()
+	for _, be := range []ckptTarget{targets[0], targets[1], targets[len(targets)-1]} {
 		b.Run("backend="+be.name, func(b *testing.B) {
 			b.Run("keys="+ckptSizeName(n), func(b *testing.B) {
 				for _, ra := range []int{-1, 2} {
