@@ -49,7 +49,6 @@ import (
 	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
-	"github.com/stategen/stategen/runtime/storetest"
 )
 
 const ckptMaxP = 128
@@ -124,30 +123,6 @@ func (v *ckptView) Scan(_ string, kg int, fn func(runtime.Entry) error) error {
 		}
 	}
 	return nil
-}
-
-// ckptBackend makes stores of one backend. ckptBackends (cow and the
-// reference model) is what BenchmarkRescale starts from.
-type ckptBackend struct {
-	name string
-	new  func(b *testing.B, cfg runtime.StoreConfig) runtime.Store
-}
-
-var ckptBackends = []ckptBackend{
-	{"cow", func(b *testing.B, cfg runtime.StoreConfig) runtime.Store {
-		s, err := cow.New(cow.Options{StoreConfig: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}},
-	{"model", func(b *testing.B, cfg runtime.StoreConfig) runtime.Store {
-		s, err := storetest.NewModel(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}},
 }
 
 // ckptTarget makes the stores the checkpoint benchmarks write from and
