@@ -49,7 +49,6 @@ import (
 	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
-	"github.com/stategen/stategen/runtime/storetest"
 )
 
 const ckptMaxP = 128
@@ -124,30 +123,6 @@ func (v *ckptView) Scan(_ string, kg int, fn func(runtime.Entry) error) error {
 		}
 	}
 	return nil
-}
-
-// ckptBackend makes stores of one backend. ckptBackends (cow and the
-// reference model) is what BenchmarkRescale starts from.
-type ckptBackend struct {
-	name string
-	new  func(b *testing.B, cfg runtime.StoreConfig) runtime.Store
-}
-
-var ckptBackends = []ckptBackend{
-	{"cow", func(b *testing.B, cfg runtime.StoreConfig) runtime.Store {
-		s, err := cow.New(cow.Options{StoreConfig: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}},
-	{"model", func(b *testing.B, cfg runtime.StoreConfig) runtime.Store {
-		s, err := storetest.NewModel(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}},
 }
 
 // ckptTarget makes the stores the checkpoint benchmarks write from and
@@ -539,14 +514,15 @@ func BenchmarkCheckpointRestoreQuarter(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckpointRestoreReadAhead is BenchmarkCheckpointRestore of cow
-// and btree with read-ahead off (the store's goroutine reads, checks and
-// decodes as it inserts) and on (RestoreOptions.ReadAhead, 2 blocks): what
-// overlapping the reader with the inserts buys.
+// BenchmarkCheckpointRestoreReadAhead is BenchmarkCheckpointRestore of cow,
+// btree and the reader alone with read-ahead off (the store's goroutine
+// reads, checks and decodes as it inserts) and on (RestoreOptions.ReadAhead,
+// 2 blocks): what overlapping the reader with the inserts buys.
 func BenchmarkCheckpointRestoreReadAhead(b *testing.B) {
 	n := ckptKeys(b)
 	dir, size := ckptCommitted(b, n)
-	for _, be := range ckptTargets[:2] {
+	targets := ckptRestoreTargets()
+	for _, be := range []ckptTarget{targets[0], targets[1], targets[len(targets)-1]} {
 		b.Run("backend="+be.name, func(b *testing.B) {
 			b.Run("keys="+ckptSizeName(n), func(b *testing.B) {
 				for _, ra := range []int{-1, 2} {

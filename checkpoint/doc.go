@@ -164,12 +164,12 @@
 // those files, reads each one's header, trailer and index, and hands
 // Store.Restore a View of just the new instance's key groups in it; the
 // View's Scan seeks to the section of one (state, key group) and reads its
-// blocks, verifying each checksum. A section of several blocks is read,
-// checked and decoded on a goroutine of the Scan's own, a couple of blocks
-// ahead of the store inserting its entries (RestoreOptions.ReadAhead), so
-// that the I/O and the decoding overlap with the inserts; the entries
-// handed to the store point into pooled block buffers, never copied nor
-// allocated one by one. The View also tells a store how many entries each
+// blocks, verifying each checksum. The blocks of a section of several are
+// read and checked on a goroutine of the Scan's own, a couple of blocks
+// ahead of the store decoding and inserting their entries
+// (RestoreOptions.ReadAhead), so that reads overlap with inserts; the
+// entries handed to the store point into pooled block buffers, never
+// copied nor allocated one by one. The View also tells a store how many entries each
 // section holds (View.Entries, from the index), so that it can size its
 // tables before it loads them. A new instance that owns a quarter of
 // the key groups reads about a quarter of the bytes (View.BytesRead counts

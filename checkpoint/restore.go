@@ -254,12 +254,12 @@ type RestoreOptions struct {
 	// not registered.
 	UnknownStates UnknownStatePolicy
 	// ReadAhead is how many blocks of a section (the entries of one state
-	// in one key group) the reader reads, checks and decodes ahead of the
-	// store, on a goroutine of its own, while the store inserts the
-	// entries before them; zero means DefaultReadAhead. A negative value
-	// turns read-ahead off: the store's goroutine reads as it inserts.
-	// Each Scan of a section of several blocks then holds ReadAhead+1
-	// blocks and the offsets of their entries.
+	// in one key group) the reader reads and checks ahead of the store, on
+	// a goroutine of its own, while the store's goroutine decodes and
+	// inserts the entries before them; zero means DefaultReadAhead. A
+	// negative value turns read-ahead off: the store's goroutine reads as
+	// it inserts. Each Scan of a section of several blocks holds
+	// ReadAhead+1 blocks.
 	ReadAhead int
 }
 

@@ -11,39 +11,25 @@ import (
 // Reading a section: the blocks of one (state, key group), in order, each
 // verified against its checksum, then decoded into entries.
 //
-// A section of one block is read, decoded and handed to the Scan's
-// callback on the caller's goroutine. A longer one, when read-ahead is on,
-// is read and decoded on a goroutine of its own up to readAhead blocks
-// ahead of the callback — which, in a restore, is the store's insert — so
-// that the I/O, the checksums and the decoding overlap with the inserts.
-// The decoding goroutine hands over batches of at most scanBatchEntries
-// entries as offsets into the block they point into; a block's buffer
-// comes back for reuse once the callback has seen its last entry. The
-// callback sees exactly the entries, errors and order of the sequential
-// path; only BytesRead may count the few blocks read ahead of a callback
-// that stopped the Scan.
+// A section of one block is read, checked, decoded and handed to the
+// Scan's callback on the caller's goroutine. A longer one, when read-ahead
+// is on, is read and checked on a goroutine of its own up to readAhead
+// blocks ahead of the caller, which decodes each block and hands its
+// entries to the callback — in a restore, the store's insert — so that the
+// reads and checksums overlap with the inserts, and a slow read (a cold
+// disk, an object store) does not stall them. The handover is per block;
+// entries are decoded where they are used, because handing them over one
+// by one costs the consumer as much as decoding them (measured:
+// BenchmarkCheckpointRestoreReadAhead). The callback sees exactly the
+// entries, errors and order of the inline path; only BytesRead may count
+// the few blocks read ahead of a callback that stopped the Scan.
 
 // DefaultReadAhead is how many blocks of a section a restore reads and
-// decodes ahead of the store, unless RestoreOptions say otherwise.
+// checks ahead of the store, unless RestoreOptions say otherwise.
 const DefaultReadAhead = 2
 
 // MaxReadAhead bounds RestoreOptions.ReadAhead.
 const MaxReadAhead = 64
-
-// scanBatchEntries bounds the entries of a batch, so that the offsets of
-// a block of tiny entries take bounded memory.
-const scanBatchEntries = 512
-
-// span is the position of a byte string in a block's payload.
-type span struct{ off, len uint32 }
-
-func (s span) of(p []byte) []byte {
-	end := s.off + s.len
-	return p[s.off:end:end]
-}
-
-// entryRef is an entry as spans of its block's payload.
-type entryRef struct{ key, ns, uk, val span }
 
 // sectionReader reads the blocks of one section in order and verifies
 // their checksums. Each read fetches a block's payload and the header of
@@ -103,11 +89,12 @@ type entryDecoder struct {
 	want, got            int64 // entries the index promises, entries decoded
 }
 
-// decode calls emit with every entry of payload, found at file offset
-// base, and returns emit's first error as is.
-func (d *entryDecoder) decode(payload []byte, base int64, emit func(entryRef) error) error {
+// decode calls fn with every entry of payload, found at file offset base,
+// and returns fn's first error as is. It allocates nothing: the entries'
+// slices point into payload.
+func (d *entryDecoder) decode(payload []byte, base int64, fn func(runtime.Entry) error) error {
 	dec := decoder{path: d.path, base: base, p: payload}
-	var ref entryRef
+	var e runtime.Entry
 	first := true
 	for dec.pos < len(payload) {
 		at := dec.off()
@@ -115,11 +102,11 @@ func (d *entryDecoder) decode(payload []byte, base int64, emit func(entryRef) er
 		case tagNewKey:
 			dec.pos++
 			var err error
-			if ref.key, err = dec.span("key"); err != nil {
+			if e.Key, err = dec.bytes("key"); err != nil {
 				return err
 			}
 			if d.subKeyed {
-				if ref.ns, err = dec.span("namespace"); err != nil {
+				if e.Namespace, err = dec.bytes("namespace"); err != nil {
 					return err
 				}
 			}
@@ -134,18 +121,18 @@ func (d *entryDecoder) decode(payload []byte, base int64, emit func(entryRef) er
 		first = false
 		var err error
 		if d.hasUserKey {
-			if ref.uk, err = dec.span("user key"); err != nil {
+			if e.UserKey, err = dec.bytes("user key"); err != nil {
 				return err
 			}
 		}
-		if ref.val, err = dec.span("value"); err != nil {
+		if e.Value, err = dec.bytes("value"); err != nil {
 			return err
 		}
 		d.got++
 		if d.got > d.want {
 			return corruptAt(d.path, at, "state %q, key group %d: more entries than the index's %d", d.name, d.kg, d.want)
 		}
-		if err := emit(ref); err != nil {
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
@@ -159,29 +146,6 @@ func (d *entryDecoder) finish(end int64) error {
 		return corruptAt(d.path, end, "state %q, key group %d: %d entries, the index says %d", d.name, d.kg, d.got, d.want)
 	}
 	return nil
-}
-
-// entry returns the Entry of ref in payload.
-func (d *entryDecoder) entry(payload []byte, ref entryRef) runtime.Entry {
-	e := runtime.Entry{Key: ref.key.of(payload), Value: ref.val.of(payload)}
-	if d.subKeyed {
-		e.Namespace = ref.ns.of(payload)
-	}
-	if d.hasUserKey {
-		e.UserKey = ref.uk.of(payload)
-	}
-	return e
-}
-
-// span reads a uvarint length and that many bytes, as a span of the
-// payload (see bytes).
-func (d *decoder) span(what string) (span, error) {
-	b, err := d.bytes(what)
-	if err != nil {
-		return span{}, err
-	}
-	end := uint32(d.pos)
-	return span{off: end - uint32(len(b)), len: uint32(len(b))}, nil
 }
 
 // blockPool recycles block buffers between Scans.
@@ -231,167 +195,96 @@ func (f *dataFile) scan(ctx context.Context, name string, kg int, readAhead int,
 func scanInline(ctx context.Context, r *sectionReader, d *entryDecoder, fn func(runtime.Entry) error) error {
 	bp := blockPool.Get().(*[]byte)
 	defer blockPool.Put(bp)
-	var payload []byte
-	emit := func(ref entryRef) error { return fn(d.entry(payload, ref)) }
 	for r.more() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var off int64
-		var err error
-		if *bp, payload, off, err = r.next(*bp); err != nil {
+		buf, payload, off, err := r.next(*bp)
+		*bp = buf
+		if err != nil {
 			return err
 		}
-		if err := d.decode(payload, off, emit); err != nil {
+		if err := d.decode(payload, off, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// scanBatch is what the decoding goroutine of scanAhead hands over: up to
-// scanBatchEntries entries of one block, and, with the block's last ones,
-// the block's buffer to give back; or the error that ended the section,
-// after the entries decoded before it.
-type scanBatch struct {
+// aheadBlock is a block read and checked by the goroutine of scanAhead,
+// in the buffer buf; or the error that ended the section.
+type aheadBlock struct {
+	buf     *[]byte
 	payload []byte
-	refs    *[]entryRef // nil if the batch has no entries
-	block   *[]byte     // non-nil on the last batch of a block
+	off     int64
 	err     error
 }
 
-// refsPool recycles the entry offsets of scanAhead's batches.
-var refsPool = sync.Pool{New: func() any {
-	rs := make([]entryRef, 0, scanBatchEntries)
-	return &rs
-}}
-
-// scanAhead reads and decodes the blocks of a section on a goroutine of its
-// own, up to readAhead blocks ahead of fn, which runs on the calling
-// goroutine. It returns once that goroutine has ended.
+// scanAhead reads and checks the blocks of a section on a goroutine of its
+// own, up to readAhead blocks ahead of the calling goroutine, which
+// decodes them and passes their entries to fn. It returns once that
+// goroutine has ended.
 //
-// The buffers are tokens that travel between the two goroutines: readAhead+1
-// blocks and 2·readAhead+4 sets of offsets, each in its free channel (whose
-// capacity is their number, so giving one back never blocks), held by the
-// decoder, or in a batch.
+// The readAhead+1 block buffers are tokens: in free (whose capacity is
+// their number, so giving one back never blocks), held by the reading
+// goroutine, in blocks, or being decoded.
 func scanAhead(ctx context.Context, r *sectionReader, d *entryDecoder, readAhead int, fn func(runtime.Entry) error) error {
-	nBatches := 2 * (readAhead + 1)
-	batches := make(chan scanBatch, nBatches)
+	blocks := make(chan aheadBlock, readAhead)
 	stop := make(chan struct{})
-	freeBlocks := make(chan *[]byte, readAhead+1)
+	free := make(chan *[]byte, readAhead+1)
 	for range readAhead + 1 {
-		freeBlocks <- blockPool.Get().(*[]byte)
+		free <- blockPool.Get().(*[]byte)
 	}
-	freeRefs := make(chan *[]entryRef, nBatches+2)
-	for range nBatches + 2 {
-		freeRefs <- refsPool.Get().(*[]entryRef)
-	}
-	go decodeAhead(ctx, r, d, batches, stop, freeBlocks, freeRefs)
-
+	go readBlocks(ctx, r, blocks, stop, free)
 	var err error
-	for b := range batches {
-		if b.refs != nil {
-			if err == nil {
-				for _, ref := range *b.refs {
-					if err = fn(d.entry(b.payload, ref)); err != nil {
-						close(stop) // the decoder stops and closes batches
-						break
-					}
+	for b := range blocks {
+		if err == nil {
+			if err = b.err; err == nil {
+				if err = d.decode(b.payload, b.off, fn); err != nil {
+					close(stop) // the reader stops and closes blocks
 				}
 			}
-			freeRefs <- b.refs
 		}
-		if b.block != nil {
-			freeBlocks <- b.block
-		}
-		if err == nil {
-			err = b.err
+		if b.buf != nil {
+			free <- b.buf
 		}
 	}
-	// batches is closed: the decoder has ended and given back every
-	// buffer it held.
-	close(freeBlocks)
-	for bp := range freeBlocks {
+	// blocks is closed: the reader has ended and given back the buffer
+	// it held.
+	close(free)
+	for bp := range free {
 		blockPool.Put(bp)
-	}
-	close(freeRefs)
-	for rs := range freeRefs {
-		*rs = (*rs)[:0]
-		refsPool.Put(rs)
 	}
 	return err
 }
 
-// decodeAhead is the decoding goroutine of scanAhead. It closes batches
-// when it ends: at the end of the section, after an error (sent in a
-// batch), or when stop is closed. It blocks on nothing but stop and the
-// channels of its Scan, and gives back every buffer it holds before it
-// ends.
-func decodeAhead(ctx context.Context, r *sectionReader, d *entryDecoder, batches chan<- scanBatch, stop <-chan struct{},
-	freeBlocks chan *[]byte, freeRefs chan *[]entryRef) {
-	defer close(batches)
-	send := func(b scanBatch) bool {
-		select {
-		case batches <- b:
-			return true
-		case <-stop:
-			return false
-		}
-	}
+// readBlocks is the reading goroutine of scanAhead. It closes blocks when
+// it ends: at the end of the section, after an error (sent), or when stop
+// is closed. It blocks on nothing but stop and the channels of its Scan.
+func readBlocks(ctx context.Context, r *sectionReader, blocks chan<- aheadBlock, stop <-chan struct{}, free chan *[]byte) {
+	defer close(blocks)
 	for r.more() {
-		if err := ctx.Err(); err != nil {
-			send(scanBatch{err: err})
-			return
+		var b aheadBlock
+		if b.err = ctx.Err(); b.err == nil {
+			select {
+			case b.buf = <-free:
+			case <-stop:
+				return
+			}
+			var buf []byte
+			buf, b.payload, b.off, b.err = r.next(*b.buf)
+			*b.buf = buf
 		}
-		var bp *[]byte
 		select {
-		case bp = <-freeBlocks:
+		case blocks <- b:
 		case <-stop:
+			if b.buf != nil {
+				free <- b.buf
+			}
 			return
 		}
-		buf, payload, off, err := r.next(*bp)
-		*bp = buf
-		if err != nil {
-			freeBlocks <- bp
-			send(scanBatch{err: err})
-			return
-		}
-		var cur *[]entryRef // the batch being filled
-		stopped := false
-		err = d.decode(payload, off, func(ref entryRef) error {
-			if cur != nil && len(*cur) == scanBatchEntries {
-				if !send(scanBatch{payload: payload, refs: cur}) {
-					stopped = true
-					return errScanStopped
-				}
-				cur = nil
-			}
-			if cur == nil {
-				select {
-				case cur = <-freeRefs:
-					*cur = (*cur)[:0]
-				case <-stop:
-					stopped = true
-					return errScanStopped
-				}
-			}
-			*cur = append(*cur, ref)
-			return nil
-		})
-		last := scanBatch{payload: payload, refs: cur, block: bp, err: err}
-		if stopped || !send(last) {
-			if cur != nil {
-				freeRefs <- cur
-			}
-			freeBlocks <- bp
-			return
-		}
-		if err != nil {
+		if b.err != nil {
 			return
 		}
 	}
 }
-
-// errScanStopped ends the decoding of a block when the Scan's callback
-// has stopped it; nobody else sees it.
-var errScanStopped = &sentinel{msg: "checkpoint: scan stopped"}

@@ -67,16 +67,16 @@ func openWithReadAhead(t testing.TB, data []byte, blocks int) *checkpoint.View {
 func noDecoderGoroutine(t *testing.T) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	if stacks := buf[:gort.Stack(buf, true)]; bytes.Contains(stacks, []byte("checkpoint.decodeAhead")) {
+	if stacks := buf[:gort.Stack(buf, true)]; bytes.Contains(stacks, []byte("checkpoint.readBlocks")) {
 		t.Errorf("a read-ahead goroutine outlived its Scan:\n%s", stacks)
 	}
 }
 
 // TestReadAheadPassesWhatInlineReadingPasses compares Scans that read ahead
 // with Scans that do not: the same entries in the same order, the same
-// errors — on intact files, with callbacks that stop early at every
-// position around block and batch boundaries, and on files with a damaged
-// byte in a late block of a section.
+// errors — on intact files, with callbacks that stop early at positions in
+// the first, later and last blocks of sections, and on files with a
+// damaged byte in a late block of a section.
 func TestReadAheadPassesWhatInlineReadingPasses(t *testing.T) {
 	v := genView(81, 4, runtime.FullRange(4), 400, 2000)
 	for _, bs := range []int{48, 1000, 0} {
@@ -216,8 +216,8 @@ func TestViewScansKeyGroupsConcurrently(t *testing.T) {
 }
 
 // TestReadAheadAllocatesNothingPerEntry scans a section of many blocks and
-// checks that the allocations do not grow with its entries: buffers come
-// from pools, entries are passed as views of the blocks.
+// checks that the allocations do not grow with its entries: block buffers
+// come from a pool, entries are passed as views of the blocks.
 func TestReadAheadAllocatesNothingPerEntry(t *testing.T) {
 	v := genView(84, 1, runtime.FullRange(1), 20000, 0)
 	data := fileBytes(t, v, &checkpoint.WriterOptions{BlockSize: 4096})

@@ -20,9 +20,9 @@ import (
 //
 // A View reads its files lazily, section by section, and verifies every
 // block's checksum as it goes; a corrupt block fails the Scan that meets it
-// with a *FileError naming the file and offset. A section of several
-// blocks is read and decoded ahead of the Scan's callback on a goroutine
-// of the Scan's own (see RestoreOptions.ReadAhead). Like any runtime.View,
+// with a *FileError naming the file and offset. The blocks of a section
+// of several are read and checked ahead of the Scan's callback on a
+// goroutine of the Scan's own (see RestoreOptions.ReadAhead). Like any runtime.View,
 // a View may be scanned from several goroutines at once for different key
 // groups. Close (or Release) closes its files.
 type View struct {
@@ -31,7 +31,7 @@ type View struct {
 	kgs       runtime.KeyGroupRange
 	states    []runtime.StateSpec
 	parts     []viewPart // ordered by key groups; together they cover kgs
-	readAhead int        // blocks decoded ahead of a Scan's callback; 0: none
+	readAhead int        // blocks read ahead of a Scan's callback; 0: none
 	read      atomic.Int64
 	closed    atomic.Bool
 }
