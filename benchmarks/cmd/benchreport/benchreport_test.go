@@ -477,7 +477,7 @@ func TestDecadeLabel(t *testing.T) {
 		want string
 	}{
 		{-9, "sec/op", "1ns"}, {-8, "sec/op", "10ns"}, {-7, "sec/op", "100ns"}, {-6, "sec/op", "1µs"},
-		{0, "sec/op", "1s"}, {3, "B/op", "1kB"}, {4, "allocs/op", "10k"}, {-30, "sec/op", "1e-30"},
+		{0, "sec/op", "1s"}, {-7, "cpu-sec/op", "100ns"}, {-3, "sync-sec/op", "1ms"}, {3, "B/op", "1kB"}, {4, "allocs/op", "10k"}, {-30, "sec/op", "1e-30"},
 	} {
 		if got := decadeLabel(tc.d, tc.unit); got != tc.want {
 			t.Errorf("decadeLabel(%d, %s) = %q, want %q", tc.d, tc.unit, got, tc.want)

@@ -147,7 +147,7 @@ func renderChart(c *comparison) ([]byte, error) {
 }
 
 // decadeLabel formats 10^d with an SI prefix and the unit's base symbol:
-// 1ns, 10ns, 100ns, 1µs for sec/op.
+// 1ns, 10ns, 100ns, 1µs for sec/op (and for cpu-sec/op, sync-sec/op...).
 func decadeLabel(d int, unit string) string {
 	p := d - ((d%3)+3)%3 // the multiple of 3 at or below d
 	mant := []string{"1", "10", "100"}[d-p]
@@ -158,7 +158,7 @@ func decadeLabel(d int, unit string) string {
 	}
 	sym := ""
 	switch {
-	case strings.HasPrefix(unit, "sec/"):
+	case strings.HasPrefix(unit, "sec/") || strings.Contains(unit, "-sec/"):
 		sym = "s"
 	case strings.HasPrefix(unit, "B/"):
 		sym = "B"
