@@ -98,15 +98,29 @@ func (h *handle[K, N]) errorf(op string, err error) error {
 
 // decodeAll decodes exactly one value from b: trailing bytes are corruption.
 func decodeAll[T any](c ValueCodec[T], b []byte) (T, error) {
-	v, rest, err := c.DecodeValue(b)
-	if err != nil {
-		return v, err
+	var v T
+	err := decodeInto(c, b, &v)
+	return v, err
+}
+
+// decodeInto decodes exactly one value from b into *dst, and leaves the zero
+// T there if it fails: trailing bytes are corruption. The Get paths decode
+// into the caller's result this way, because a T larger than four words is
+// otherwise copied through memory at every frame it is returned from, which
+// costs a Get on a large state more than the backend's lookup.
+func decodeInto[T any](c ValueCodec[T], b []byte, dst *T) error {
+	var rest []byte
+	var err error
+	*dst, rest, err = c.DecodeValue(b)
+	if err == nil && len(rest) == 0 {
+		return nil
 	}
-	if len(rest) != 0 {
-		var zero T
-		return zero, fmt.Errorf("%w: %d trailing bytes after value", ErrCorrupt, len(rest))
+	var zero T
+	*dst = zero
+	if err == nil {
+		err = fmt.Errorf("%w: %d trailing bytes after value", ErrCorrupt, len(rest))
 	}
-	return v, nil
+	return err
 }
 
 // decodeKeyAll decodes exactly one key from b: trailing bytes are corruption.

@@ -482,7 +482,13 @@ func TestCorruptValuesAreErrors(t *testing.T) {
 		t.Errorf("truncated value: %v", err)
 	}
 	check(t, st.Put(runtime.MakeKey(key, nil, s.Config().MaxParallelism), []byte{2, 0})) // trailing byte
-	if _, _, err := v.Get("k"); !errors.Is(err, runtime.ErrCorrupt) {
-		t.Errorf("trailing bytes: %v", err)
+	// The value decodes (as 1) before the trailing byte is seen: Get must
+	// still return the zero value, not a half-trusted one.
+	if got, found, err := v.Get("k"); !errors.Is(err, runtime.ErrCorrupt) || got != 0 || found {
+		t.Errorf("trailing bytes: (%d, %v, %v), want (0, false, ErrCorrupt)", got, found, err)
+	}
+	upd := 0
+	if err := v.Update("k", func(old int64, found bool) int64 { upd++; return old + 1 }); !errors.Is(err, runtime.ErrCorrupt) || upd != 0 {
+		t.Errorf("Update of a corrupt value: %v (fn called %d times), want ErrCorrupt before fn", err, upd)
 	}
 }

@@ -61,21 +61,21 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 	return h, nil
 }
 
-func (h *mapHandle[K, N, UK, V]) get(k K, n N, uk UK) (V, bool, error) {
-	var zero V
+// get decodes the value of (k, n, uk) into *dst and reports whether it
+// exists; *dst is left alone if it does not (see valueHandle.get).
+func (h *mapHandle[K, N, UK, V]) get(k K, n N, uk UK, dst *V) (bool, error) {
 	key := h.key(k, n)
 	b, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
 	if err != nil {
-		return zero, false, h.errorf("get", err)
+		return false, h.errorf("get", err)
 	}
 	if !ok {
-		return zero, false, nil
+		return false, nil
 	}
-	v, err := decodeAll(h.vc, b)
-	if err != nil {
-		return zero, false, h.errorf("decode value", err)
+	if err := decodeInto(h.vc, b, dst); err != nil {
+		return false, h.errorf("decode value", err)
 	}
-	return v, true, nil
+	return true, nil
 }
 
 func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
@@ -211,12 +211,12 @@ func NewMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (Map[K, UK, V], er
 }
 
 // Get returns the value of uk in k's map and whether it exists.
-func (m Map[K, UK, V]) Get(k K, uk UK) (V, bool, error) {
+func (m Map[K, UK, V]) Get(k K, uk UK) (val V, found bool, err error) {
 	if m.h == nil {
-		var zero V
-		return zero, false, ErrUnbound
+		return val, false, ErrUnbound
 	}
-	return m.h.get(k, noNS{}, uk)
+	found, err = m.h.get(k, noNS{}, uk, &val)
+	return val, found, err
 }
 
 // Contains reports whether uk is in k's map.
@@ -303,12 +303,12 @@ func NewSubKeyedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, 
 }
 
 // Get returns the value of uk in (k, n)'s map and whether it exists.
-func (m SubKeyedMap[K, N, UK, V]) Get(k K, n N, uk UK) (V, bool, error) {
+func (m SubKeyedMap[K, N, UK, V]) Get(k K, n N, uk UK) (val V, found bool, err error) {
 	if m.h == nil {
-		var zero V
-		return zero, false, ErrUnbound
+		return val, false, ErrUnbound
 	}
-	return m.h.get(k, n, uk)
+	found, err = m.h.get(k, n, uk, &val)
+	return val, found, err
 }
 
 // Contains reports whether uk is in (k, n)'s map.

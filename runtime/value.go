@@ -43,20 +43,21 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	return h, nil
 }
 
-func (h *valueHandle[K, N, V]) get(k K, n N) (V, bool, error) {
-	var zero V
+// get decodes the value of (k, n) into *dst and reports whether it exists;
+// *dst is left alone if it does not. (Writing through dst rather than
+// returning a V keeps a large V from being copied through every frame.)
+func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
 	b, ok, err := h.st.Get(h.key(k, n))
 	if err != nil {
-		return zero, false, h.errorf("get", err)
+		return false, h.errorf("get", err)
 	}
 	if !ok {
-		return zero, false, nil
+		return false, nil
 	}
-	v, err := decodeAll(h.vc, b)
-	if err != nil {
-		return zero, false, h.errorf("decode value", err)
+	if err := decodeInto(h.vc, b, dst); err != nil {
+		return false, h.errorf("decode value", err)
 	}
-	return v, true, nil
+	return true, nil
 }
 
 func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
@@ -69,7 +70,8 @@ func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
 }
 
 func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) error {
-	old, found, err := h.get(k, n)
+	var old V
+	found, err := h.get(k, n, &old)
 	if err != nil {
 		return err
 	}
@@ -90,12 +92,12 @@ func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
 
 // Get returns the value of k and whether it exists. The value is the
 // caller's own copy.
-func (v Value[K, V]) Get(k K) (V, bool, error) {
+func (v Value[K, V]) Get(k K) (val V, found bool, err error) {
 	if v.h == nil {
-		var zero V
-		return zero, false, ErrUnbound
+		return val, false, ErrUnbound
 	}
-	return v.h.get(k, noNS{})
+	found, err = v.h.get(k, noNS{}, &val)
+	return val, found, err
 }
 
 // Put sets the value of k, replacing any previous value.
@@ -143,12 +145,12 @@ func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) 
 }
 
 // Get returns the value of (k, n) and whether it exists.
-func (v SubKeyedValue[K, N, V]) Get(k K, n N) (V, bool, error) {
+func (v SubKeyedValue[K, N, V]) Get(k K, n N) (val V, found bool, err error) {
 	if v.h == nil {
-		var zero V
-		return zero, false, ErrUnbound
+		return val, false, ErrUnbound
 	}
-	return v.h.get(k, n)
+	found, err = v.h.get(k, n, &val)
+	return val, found, err
 }
 
 // Put sets the value of (k, n), replacing any previous value.
