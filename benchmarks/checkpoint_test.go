@@ -38,15 +38,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/stategen/stategen/backends/btree"
-	"github.com/stategen/stategen/backends/cow"
-	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
 )
@@ -55,38 +48,9 @@ const ckptMaxP = 128
 
 var ckptSpec = runtime.StateSpec{Name: "value", Kind: runtime.KindValue, Fingerprint: "int64->Val24"}
 
-// ckptKeys returns the number of keys: STATEGEN_BENCH_KEYS, 10K under
-// -short, else 1M.
-func ckptKeys(b *testing.B) int {
-	if s := os.Getenv("STATEGEN_BENCH_KEYS"); s != "" {
-		mult := 1
-		switch {
-		case strings.HasSuffix(s, "K"):
-			mult, s = 1000, strings.TrimSuffix(s, "K")
-		case strings.HasSuffix(s, "M"):
-			mult, s = 1<<20, strings.TrimSuffix(s, "M")
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n*mult < 64 {
-			b.Fatalf("STATEGEN_BENCH_KEYS=%q: want a number of at least 64, like 10K or 1M", os.Getenv("STATEGEN_BENCH_KEYS"))
-		}
-		return n * mult
-	}
-	if testing.Short() {
-		return 10_000
-	}
-	return 1 << 20
-}
-
-func ckptSizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dM", n>>20)
-	case n >= 1000 && n%1000 == 0:
-		return fmt.Sprintf("%dK", n/1000)
-	}
-	return strconv.Itoa(n)
-}
+// ckptKeys returns the number of keys: the workload's (STATEGEN_BENCH_KEYS,
+// 10K under -short or a smoke run, else 1M).
+func ckptKeys(b *testing.B) int { return load(b).keys }
 
 func ckptKey(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)^(1<<63)) }
 
@@ -133,38 +97,26 @@ type ckptTarget struct {
 	new  func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func())
 }
 
-// ckptTargets are the three backends. The reference model is left out:
-// its snapshots are deep copies, by design, and its numbers say nothing
-// about the checkpoint code.
-var ckptTargets = []ckptTarget{
-	{"cow", func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func()) {
-		s, err := cow.New(cow.Options{StoreConfig: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s, func() { s.Close() }
-	}},
-	{"btree", func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func()) {
-		s, err := btree.New(btree.Options{StoreConfig: cfg})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s, func() { s.Close() }
-	}},
-	{"pebble", func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func()) {
-		dir, err := os.MkdirTemp(b.TempDir(), "pebble-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		s, err := pebble.New(pebble.Options{StoreConfig: cfg, Dir: dir})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s, func() {
-			s.Close()
-			os.RemoveAll(dir)
-		}
-	}},
+// ckptTargets are the stores of every backend of the suite (stores), each
+// in a directory of its own that done removes. The reference model is not
+// one of them: its snapshots are deep copies, by design, and its numbers
+// say nothing about the checkpoint code.
+func ckptTargets() []ckptTarget {
+	var out []ckptTarget
+	for _, be := range stores {
+		out = append(out, ckptTarget{be.name, func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func()) {
+			dir := filepath.Join(b.TempDir(), be.name)
+			s, err := be.open(dir, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s, func() {
+				s.Close()
+				os.RemoveAll(dir)
+			}
+		}})
+	}
+	return out
 }
 
 // ckptFilledStore returns a store of backend be holding the benchmark's n
@@ -201,16 +153,16 @@ type ckptTimer struct {
 // newCkptTimer resets b's timer and starts the CPU clock.
 func newCkptTimer(b *testing.B) *ckptTimer {
 	b.ResetTimer()
-	return &ckptTimer{b: b, t0: ckptCPUTime()}
+	return &ckptTimer{b: b, t0: cpuTime()}
 }
 
 func (t *ckptTimer) stop() {
 	t.b.StopTimer()
-	t.cpuSum += ckptCPUTime() - t.t0
+	t.cpuSum += cpuTime() - t.t0
 }
 
 func (t *ckptTimer) start() {
-	t.t0 = ckptCPUTime()
+	t.t0 = cpuTime()
 	t.b.StartTimer()
 }
 
@@ -219,16 +171,6 @@ func (t *ckptTimer) start() {
 func (t *ckptTimer) report() {
 	t.stop()
 	t.b.ReportMetric(float64(t.cpuSum)/float64(t.b.N), "cpu-ns/op")
-}
-
-// ckptCPUTime returns the process's user and system CPU time in
-// nanoseconds.
-func ckptCPUTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // ckptFileSize returns the size of the data file of n keys.
@@ -305,8 +247,8 @@ func ckptViewWrite(b *testing.B, v runtime.View, size int64, opts *checkpoint.Wr
 func BenchmarkCheckpointWrite(b *testing.B) {
 	n := ckptKeys(b)
 	size := ckptFileSize(b, n)
-	keys := "keys=" + ckptSizeName(n)
-	for _, be := range ckptTargets {
+	keys := "keys=" + sizeName(n)
+	for _, be := range ckptTargets() {
 		b.Run("backend="+be.name, func(b *testing.B) {
 			store := ckptFilledStore(b, be, n)
 			b.Run(keys, func(b *testing.B) { ckptSnapshotWrite(b, store, n, size, nil) })
@@ -365,10 +307,10 @@ func BenchmarkCheckpointWrite(b *testing.B) {
 func BenchmarkCheckpointWriteConcurrency(b *testing.B) {
 	n := ckptKeys(b)
 	size := ckptFileSize(b, n)
-	keys := "keys=" + ckptSizeName(n)
+	keys := "keys=" + sizeName(n)
 	concs := []int{1, 2, 4}
 	b.Run("backend=cow", func(b *testing.B) {
-		store := ckptFilledStore(b, ckptTargets[0], n)
+		store := ckptFilledStore(b, ckptTargets()[0], n)
 		b.Run(keys, func(b *testing.B) {
 			for _, c := range concs {
 				b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) {
@@ -442,7 +384,7 @@ func (s *readerStore) Restore(src runtime.View) error {
 
 // ckptRestoreTargets are the backends and the reader alone.
 func ckptRestoreTargets() []ckptTarget {
-	return append(slices.Clone(ckptTargets), ckptTarget{"reader", func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func()) {
+	return append(ckptTargets(), ckptTarget{"reader", func(b *testing.B, cfg runtime.StoreConfig) (runtime.Store, func()) {
 		cfg, err := cfg.Normalize()
 		if err != nil {
 			b.Fatal(err)
@@ -487,7 +429,7 @@ func BenchmarkCheckpointRestore(b *testing.B) {
 	dir, size := ckptCommitted(b, n)
 	for _, be := range ckptRestoreTargets() {
 		b.Run("backend="+be.name, func(b *testing.B) {
-			b.Run("keys="+ckptSizeName(n), func(b *testing.B) {
+			b.Run("keys="+sizeName(n), func(b *testing.B) {
 				b.SetBytes(size)
 				ckptRestore(b, be, dir, 0, 1, n, nil)
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
@@ -501,7 +443,7 @@ func BenchmarkCheckpointRestoreQuarter(b *testing.B) {
 	dir, size := ckptCommitted(b, n)
 	for _, be := range ckptRestoreTargets() {
 		b.Run("backend="+be.name, func(b *testing.B) {
-			b.Run("keys="+ckptSizeName(n), func(b *testing.B) {
+			b.Run("keys="+sizeName(n), func(b *testing.B) {
 				b.SetBytes(size / 4)
 				read := ckptRestore(b, be, dir, 1, 4, -1, nil)
 				frac := float64(read) / float64(size)
@@ -524,7 +466,7 @@ func BenchmarkCheckpointRestoreReadAhead(b *testing.B) {
 	targets := ckptRestoreTargets()
 	for _, be := range []ckptTarget{targets[0], targets[1], targets[len(targets)-1]} {
 		b.Run("backend="+be.name, func(b *testing.B) {
-			b.Run("keys="+ckptSizeName(n), func(b *testing.B) {
+			b.Run("keys="+sizeName(n), func(b *testing.B) {
 				for _, ra := range []int{-1, 2} {
 					name := "readahead=off"
 					if ra > 0 {

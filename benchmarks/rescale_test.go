@@ -57,7 +57,7 @@ func BenchmarkRescale(b *testing.B) {
 	}
 	for _, be := range stores {
 		b.Run("backend="+be.name, func(b *testing.B) {
-			b.Run(fmt.Sprintf("p=%dto%d/keys=%s", from, to, ckptSizeName(n)), func(b *testing.B) {
+			b.Run(fmt.Sprintf("p=%dto%d/keys=%s", from, to, sizeName(n)), func(b *testing.B) {
 				b.SetBytes(total)
 				var read, entries int64
 				for i := 0; i < b.N; i++ {

@@ -98,8 +98,8 @@
 // memory. Under -race, TestTreeCopyIsolatesConcurrentReads checks the
 // first property and TestSnapshotEqualsModelWhileWritesRaceTheScan both.
 // The synchronous phase took 28µs of CPU for a value state of 10K entries
-// and 27µs for one of 4M (BenchmarkBtreeSnapshotSync); the asynchronous
-// phase scanned 9.5M entries/s (BenchmarkBtreeSnapshotAsync).
+// and 27µs for one of 4M (BenchmarkSnapshotSync/backend=btree in benchmarks/); the
+// asynchronous phase scanned 9.5M entries/s (BenchmarkSnapshotAsync).
 //
 // Release drops the snapshot's copies; LiveSnapshots counts the snapshots
 // not yet released, and Options.OnLeakedSnapshot reports one collected
@@ -107,7 +107,7 @@
 // node copies it (Copy changed the tree's isolation id): a write pays for
 // the nodes on its path once per snapshot — nodes of up to 63 items of 56
 // bytes — and the total copied between two snapshots is at most the trees'
-// size. BenchmarkBtreeMapFirstPutAfterSnapshot measures it: a Put into a
+// size. BenchmarkMapFirstPutAfterSnapshot/backend=btree measures it: a Put into a
 // 10K-entry map costs 6 to 9µs right after a snapshot and 0.5µs
 // otherwise, as on a raw BTreeG. Nodes of half the size (Degree
 // 16) changed neither that nor point operations significantly (p > 0.09),

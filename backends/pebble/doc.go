@@ -94,7 +94,7 @@
 // Snapshot, the synchronous phase of a checkpoint, takes a Pebble snapshot
 // (DB.NewSnapshot: a sequence number registered with the database, O(1))
 // and copies the list of states: ~2.5 µs at 1M entries
-// (BenchmarkPebbleSnapshotSync). The snapshot is an immutable view that
+// (BenchmarkSnapshotSync/backend=pebble in benchmarks/). The snapshot is an immutable view that
 // any goroutine may Scan while the operator writes: Scan reads one
 // (state, key group) span with a bounded iterator on the Pebble snapshot,
 // in key order, list elements folded and consecutive. Several snapshots
