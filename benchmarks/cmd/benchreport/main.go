@@ -17,6 +17,7 @@
 //	benchreport compare-backends [flags] FILE...
 //	benchreport gate -base OLD -head NEW [flags]
 //	benchreport chart -o chart.svg [flags] FILE...
+//	benchreport fill [-check] REPORT.md
 //
 // compare-backends prints a markdown table per unit: one row per operation
 // (the benchmark name without its backend=<name> key, e.g.
@@ -56,8 +57,16 @@
 // stdout), the -ref, -filter and -alpha flags of compare-backends, and
 // -unit (default sec/op).
 //
-// Exit status: 0 on success, 1 when the gate finds a regression, 2 on bad
-// usage or unreadable input.
+// fill regenerates the tables of a markdown report from the results they
+// were made from: every block that opens with a comment
+// "<!-- benchreport compare-backends ARGS... -->" (or chart) and closes with
+// "<!-- end benchreport -->" gets the command's output as its content, the
+// prose around the blocks is kept, and file names in ARGS are relative to
+// the report. -check rewrites nothing and exits with status 1 if a block is
+// out of date. benchmarks/REPORT.md is made this way.
+//
+// Exit status: 0 on success, 1 when the gate finds a regression (or fill
+// -check a stale block), 2 on bad usage or unreadable input.
 package main
 
 import (
@@ -82,6 +91,7 @@ const usage = `usage:
   benchreport compare-backends [-ref cow] [-units sec/op] [-alpha 0.05] [-filter re] FILE...
   benchreport gate -base OLD -head NEW [-threshold 10%] [-alpha 0.05] [-units sec/op] [-filter re]
   benchreport chart [-o chart.svg] [-ref cow] [-unit sec/op] [-filter re] FILE...
+  benchreport fill [-check] REPORT.md
 run "go doc github.com/stategen/stategen/benchmarks/cmd/benchreport" for details
 `
 
@@ -99,6 +109,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = gateCmd(args[1:], stdout, stderr)
 	case "chart":
 		err = chartCmd(args[1:], stdout, stderr)
+	case "fill":
+		err = fillCmd(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs the benchmarks behind benchmarks/REPORT.md into benchmarks/results/
+# and regenerates the report's tables and chart from them (benchreport fill).
+#
+#   bash benchmarks/report.sh            every run (about 30 minutes on 2 cores)
+#   bash benchmarks/report.sh checkpoint only the named runs: ops, memory,
+#                                        rescale-codec, checkpoint
+#
+# STATEGEN_BENCH_KEYS (default 1M here) and the other knobs of doc.go apply.
+# The machine should be otherwise idle: the report compares medians of
+# -count 6 runs, and load from other processes widens every interval.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export STATEGEN_BENCH_KEYS="${STATEGEN_BENCH_KEYS:-1M}"
+runs=("$@")
+[ ${#runs[@]} -gt 0 ] || runs=(ops memory rescale-codec checkpoint)
+
+bench() { # bench OUTFILE REGEXP
+	go test -run='^$' -bench="$2" -benchmem -count 6 -benchtime=100ms -timeout 120m ./benchmarks |
+		tee "benchmarks/results/$1.txt"
+}
+
+for r in "${runs[@]}"; do
+	case "$r" in
+	ops) bench backends '^Benchmark(Value|List|Map|SortedMap|Snapshot|PutDuringSnapshot)' ;;
+	# Memory in a process of its own: a GC cycle costs what the whole heap holds.
+	memory) bench memory '^Benchmark(HeapPerEntry|GCCycle)$' ;;
+	rescale-codec) bench rescale-codec '^Benchmark(Rescale|Codec)' ;;
+	checkpoint) bench checkpoint '^BenchmarkCheckpoint(Write|Restore|RestoreQuarter)$' ;;
+	*)
+		echo "report.sh: unknown run $r (want ops, memory, rescale-codec or checkpoint)" >&2
+		exit 2
+		;;
+	esac
+done
+go run ./benchmarks/cmd/benchreport fill benchmarks/REPORT.md
+echo "benchmarks/REPORT.md and benchmarks/chart.svg regenerated; update the prose's figures by hand"
