@@ -217,3 +217,42 @@ func (c Contents) Len() int {
 	}
 	return n
 }
+
+// Merge returns the union of parts, the Contents of the instances of one
+// operator (the inverse of Restrict): what the whole operator holds. Its
+// KeyGroups spans the parts' ranges, from the smallest start to the largest
+// end. Parts must share MaxParallelism and have disjoint key groups, and a
+// state in several parts must have the same spec in each; Merge panics
+// otherwise, since its inputs are a test's own.
+func Merge(parts ...Contents) Contents {
+	var out Contents
+	out.States = map[string]StateContents{}
+	for i, c := range parts {
+		if i == 0 {
+			out.MaxParallelism, out.KeyGroups = c.MaxParallelism, c.KeyGroups
+		} else {
+			if c.MaxParallelism != out.MaxParallelism {
+				panic(fmt.Sprintf("storetest.Merge: part %d has maxParallelism %d, part 0 %d", i, c.MaxParallelism, out.MaxParallelism))
+			}
+			for j, p := range parts[:i] {
+				if !p.KeyGroups.Intersect(c.KeyGroups).Empty() {
+					panic(fmt.Sprintf("storetest.Merge: the key groups of part %d, %v, overlap those of part %d, %v", i, c.KeyGroups, j, p.KeyGroups))
+				}
+			}
+			out.KeyGroups = runtime.KeyGroupRange{Start: min(out.KeyGroups.Start, c.KeyGroups.Start), End: max(out.KeyGroups.End, c.KeyGroups.End)}
+		}
+		for name, sc := range c.States {
+			dst, ok := out.States[name]
+			if !ok {
+				dst = StateContents{Spec: sc.Spec, Groups: map[int][]Record{}}
+			} else if dst.Spec != sc.Spec {
+				panic(fmt.Sprintf("storetest.Merge: state %q has spec %+v in part %d and %+v before", name, sc.Spec, i, dst.Spec))
+			}
+			for g, recs := range sc.Groups {
+				dst.Groups[g] = slices.Clone(recs)
+			}
+			out.States[name] = dst
+		}
+	}
+	return out
+}

@@ -313,6 +313,30 @@ func TestDumpChecksViews(t *testing.T) {
 	if n := got.Restrict(r).Len(); n != 5 {
 		t.Errorf("Restrict to the entries' key group keeps %d records, want 5", n)
 	}
+
+	// Merge undoes a split by Restrict, in any order of the parts.
+	parts := []storetest.Contents{got.Restrict(runtime.KeyGroupRange{Start: 2, End: 4}), got.Restrict(runtime.KeyGroupRange{Start: 0, End: 1}), got.Restrict(runtime.KeyGroupRange{Start: 1, End: 2})}
+	if d := cmp.Diff(want, storetest.Merge(parts...)); d != "" {
+		t.Errorf("Merge of the parts (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(got.Restrict(runtime.KeyGroupRange{Start: 0, End: 2}), storetest.Merge(parts[1:]...)); d != "" {
+		t.Errorf("Merge of two parts (-want +got):\n%s", d)
+	}
+	for name, bad := range map[string][]storetest.Contents{
+		"overlapping key groups": {parts[0], got.Restrict(runtime.KeyGroupRange{Start: 3, End: 4})},
+		"other maxParallelism":   {parts[1], {MaxParallelism: 8, KeyGroups: runtime.KeyGroupRange{Start: 4, End: 8}}},
+		"other spec": {parts[1], {MaxParallelism: 4, KeyGroups: runtime.KeyGroupRange{Start: 1, End: 2}, States: map[string]storetest.StateContents{
+			"l": {Spec: value, Groups: map[int][]storetest.Record{}}}}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Merge of parts with %s did not panic", name)
+				}
+			}()
+			storetest.Merge(bad...)
+		}()
+	}
 }
 
 // sortedList returns the records of list "l" of TestDumpChecksViews: k1's

@@ -18,6 +18,7 @@ import (
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/checkpoint/faultstorage"
 	"github.com/stategen/stategen/runtime/coordinator"
+	"github.com/stategen/stategen/runtime/storetest"
 )
 
 // A job under storage faults: the real Coordinator and Instances, operators
@@ -572,7 +573,7 @@ func TestRestoreUnderReadFaults(t *testing.T) {
 		}
 		parts = append(parts, o)
 	}
-	if diff := cmp.Diff(want, merge(contentsOf(parts)...)); diff != "" {
+	if diff := cmp.Diff(want, storetest.Merge(contentsOf(parts)...)); diff != "" {
 		t.Errorf("healed restore differs (-want +got):\n%s", diff)
 	}
 	t.Logf("faults injected by kind: %v", j.fs.Injected())

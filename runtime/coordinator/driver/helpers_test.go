@@ -290,25 +290,6 @@ func waitFor(t testing.TB, what string, ch <-chan coordinator.CheckpointID, id c
 	}
 }
 
-// merge is the union of the instances' contents: what the whole operator
-// held at a checkpoint.
-func merge(parts ...storetest.Contents) storetest.Contents {
-	out := storetest.Contents{MaxParallelism: maxP, KeyGroups: runtime.FullRange(maxP), States: map[string]storetest.StateContents{}}
-	for _, c := range parts {
-		for name, sc := range c.States {
-			dst, ok := out.States[name]
-			if !ok {
-				dst = storetest.StateContents{Spec: sc.Spec, Groups: map[int][]storetest.Record{}}
-			}
-			for g, recs := range sc.Groups {
-				dst.Groups[g] = recs
-			}
-			out.States[name] = dst
-		}
-	}
-	return out
-}
-
 // checkRestores restores checkpoint name of s and compares it with what the
 // participants held when it was triggered, including their operator-state
 // blobs.
@@ -339,7 +320,7 @@ func checkRestores(t testing.TB, s checkpoint.Storage, name string, ps []*partic
 	if err != nil {
 		t.Fatalf("dump %s: %v", name, err)
 	}
-	if diff := cmp.Diff(merge(parts...), got); diff != "" {
+	if diff := cmp.Diff(storetest.Merge(parts...), got); diff != "" {
 		t.Errorf("%s restores to another state than at its trigger (-want +got):\n%s", name, diff)
 	}
 	op, err := r.Metadata().Operator(ps[0].op)
@@ -606,7 +587,7 @@ func restoreAll(t testing.TB, s checkpoint.Storage, ckpt string, q int) (storete
 	}
 	blobs := slices.Clone(plan.Instances[0].OperatorStates)
 	slices.SortFunc(blobs, func(a, b []byte) int { return slices.Compare(a, b) })
-	return merge(parts...), blobs
+	return storetest.Merge(parts...), blobs
 }
 
 // wantAt is what the operators held at checkpoint id, merged, and their
@@ -624,5 +605,5 @@ func wantAt(t testing.TB, id coordinator.CheckpointID, ops []*operator) (storete
 		blobs = append(blobs, blob)
 	}
 	slices.SortFunc(blobs, func(a, b []byte) int { return slices.Compare(a, b) })
-	return merge(parts...), blobs
+	return storetest.Merge(parts...), blobs
 }

@@ -378,7 +378,7 @@ func TestSoak(t *testing.T) {
 		blobs = r.OperatorStates
 	}
 	want, wantBlobs := wantAt(t, latest, e1.ops)
-	merged := merge(contentsOf(e2.ops)...)
+	merged := storetest.Merge(contentsOf(e2.ops)...)
 	if diff := cmp.Diff(want, merged); diff != "" {
 		t.Fatalf("the restart restored another state than checkpoint %d's (-want +got):\n%s", latest, diff)
 	}

@@ -167,7 +167,7 @@ func TestSteadyCheckpointsThroughEtcd(t *testing.T) {
 		}
 		want = append(want, c)
 	}
-	if diff := gocmp.Diff(merge(want...), merge(parts...)); diff != "" {
+	if diff := gocmp.Diff(storetest.Merge(want...), storetest.Merge(parts...)); diff != "" {
 		t.Errorf("RestoreLatest restores other state (-want +got):\n%s", diff)
 	}
 	if got := keysUnder(t, obs, k.members()); len(got) != 0 {

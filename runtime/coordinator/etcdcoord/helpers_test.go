@@ -375,7 +375,7 @@ func checkRestores(t *testing.T, s checkpoint.Storage, id coordinator.Checkpoint
 		wantParts = append(wantParts, c)
 		blobs = append(blobs, blob)
 	}
-	if diff := cmp.Diff(merge(wantParts...), merge(parts...)); diff != "" {
+	if diff := cmp.Diff(storetest.Merge(wantParts...), storetest.Merge(parts...)); diff != "" {
 		t.Fatalf("checkpoint %d restores to other state (-want +got):\n%s", id, diff)
 	}
 	gotBlobs := slices.Clone(plan.Instances[0].OperatorStates)
@@ -384,24 +384,6 @@ func checkRestores(t *testing.T, s checkpoint.Storage, id coordinator.Checkpoint
 	if diff := cmp.Diff(blobs, gotBlobs); diff != "" {
 		t.Fatalf("checkpoint %d restores other blobs (-want +got):\n%s", id, diff)
 	}
-}
-
-// merge unites the contents of instances with disjoint key groups.
-func merge(parts ...storetest.Contents) storetest.Contents {
-	out := storetest.Contents{MaxParallelism: maxP, KeyGroups: runtime.FullRange(maxP), States: map[string]storetest.StateContents{}}
-	for _, c := range parts {
-		for name, sc := range c.States {
-			dst, ok := out.States[name]
-			if !ok {
-				dst = storetest.StateContents{Spec: sc.Spec, Groups: map[int][]storetest.Record{}}
-			}
-			for g, recs := range sc.Groups {
-				dst.Groups[g] = recs
-			}
-			out.States[name] = dst
-		}
-	}
-	return out
 }
 
 func dump(t *testing.T, s runtime.Store) storetest.Contents {
