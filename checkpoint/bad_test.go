@@ -353,18 +353,36 @@ func TestUnsafeStateNameInTheDataFileIndex(t *testing.T) {
 	}
 }
 
-func TestUnknownFormatVersionInTheDataFile(t *testing.T) {
-	f := rawFile{version: 2, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}}
-	data := f.bytes()
-	_, err := checkpoint.OpenFile("f", bytes.NewReader(data), int64(len(data)))
-	fe := wantFileError(t, err, checkpoint.ErrUnsupportedVersion, "f")
-	if fe.Offset != 8 || !strings.Contains(err.Error(), "version 2") {
-		t.Errorf("error %q, want one about version 2 at offset 8", err)
+// Format versions 1 (no tag) and 2 (a non-zero tag) read; others fail
+// with ErrUnsupportedVersion, and a tag that does not fit the version is
+// corruption.
+func TestFormatVersionsOfTheDataFile(t *testing.T) {
+	open := func(f rawFile) error {
+		data := f.bytes()
+		_, err := checkpoint.OpenFile("f", bytes.NewReader(data), int64(len(data)))
+		return err
 	}
-	f.version = 1
-	data = f.bytes()
-	if _, err := checkpoint.OpenFile("f", bytes.NewReader(data), int64(len(data))); err != nil {
-		t.Errorf("the same file at version 1: %v", err)
+	for _, v := range []uint32{0, 3, 1 << 31} {
+		err := open(rawFile{version: v, tag: 1, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}})
+		fe := wantFileError(t, err, checkpoint.ErrUnsupportedVersion, "f")
+		if fe.Offset != 8 || !strings.Contains(err.Error(), fmt.Sprintf("version %d", v)) {
+			t.Errorf("error %q, want one about version %d at offset 8", err, v)
+		}
+	}
+	if err := open(rawFile{version: 1, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}}); err != nil {
+		t.Errorf("a version-1 file: %v", err)
+	}
+	if err := open(rawFile{version: 2, tag: 0x80000001, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}}); err != nil {
+		t.Errorf("a version-2 file: %v", err)
+	}
+	for _, f := range []rawFile{
+		{version: 1, tag: 0x80000001, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}},
+		{version: 2, tag: 0, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}},
+	} {
+		fe := wantFileError(t, open(f), checkpoint.ErrCorrupt, "f")
+		if fe.Offset != 24 {
+			t.Errorf("version %d, tag %08x: error %q, want one at offset 24", f.version, f.tag, fe)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@
 // (MetadataName, "_metadata") is written last (Commit): it names every
 // operator, its maxParallelism and key groups, every state's descriptor
 // with its schema fingerprint, and every instance's file with its size,
-// CRC32C and entry count, plus the coordinator's checkpoint id, timestamp,
+// CRC32C, tag and entry count, plus the coordinator's checkpoint id, timestamp,
 // properties and each instance's opaque operator-state blob (source
 // positions). The checkpoint exists exactly when its metadata does, so a
 // checkpoint of p instances is one committed unit: a crash before the
@@ -21,7 +21,7 @@
 // removes. The metadata is indented JSON for people to read:
 //
 //	{
-//	  "formatVersion": 1,
+//	  "formatVersion": 2,
 //	  "checkpointId": 42,
 //	  "timestamp": "2026-01-02T15:04:05Z",
 //	  "operators": [{
@@ -31,14 +31,14 @@
 //	    "states": [{"name": "count", "kind": "value", "subKeyed": false, "fingerprint": "v1:int64"}],
 //	    "instances": [
 //	      {"keyGroups": {"start": 0, "end": 64}, "states": ["count"],
-//	       "file": {"name": "clicks-0.sgc", "size": 1043, "crc32c": "5b1e6c02", "entries": 40},
+//	       "file": {"name": "clicks-0.sgc", "size": 1043, "crc32c": "5b1e6c02", "tag": "9f3a0c11", "entries": 40},
 //	       "operatorState": "AAAAAAAAAAo="},
 //	      ...]
 //	  }],
 //	  "checksum": "0c1d3f6a"
 //	}
 //
-// # Data file format, version 1
+// # Data file format, version 2
 //
 // A data file is key-group-major, in the spirit of Flink's canonical
 // savepoint format: for each key group of the instance's range, in order,
@@ -56,11 +56,11 @@
 //
 //	header (32 bytes)
 //	  [0,8)    magic 89 'S' 'G' 'C' 'K' 'P' 'T' '\n'
-//	  [8,12)   format version, uint32 = 1
+//	  [8,12)   format version, uint32 = 2
 //	  [12,16)  maxParallelism, uint32
 //	  [16,20)  first key group, uint32
 //	  [20,24)  end key group (exclusive), uint32
-//	  [24,28)  reserved, zero
+//	  [24,28)  file tag, uint32, random, never zero
 //	  [28,32)  CRC32C of [0,28)
 //
 //	block (8+n bytes); a section is one or more blocks
@@ -108,6 +108,41 @@
 // object and offset (or the metadata field), and wrap ErrCorrupt — which
 // also matches runtime.ErrCorrupt — or ErrUnsupportedVersion; a decoder
 // never panics and never allocates more than the bytes it was given.
+//
+// The file tag is what tells a checkpoint's file from another's. The writer
+// draws it from crypto/rand for each file, and the metadata records it
+// beside the CRC32C; a reader that opens a file for a restore or a View
+// checks the header's tag against the metadata's, and fails with a
+// *FileError naming the file and the field
+// (operators[i].instances[k].file.tag), wrapping ErrCorrupt, that says the
+// file belongs to another checkpoint. Without it, a file of the same job's
+// previous checkpoint swapped in under the same name — same size, key
+// groups and states, same entry count, only other values — would restore
+// silently with the wrong data: everything a restore reads of it is valid,
+// and a restore reads only the header, the trailer, the index and the
+// blocks of its key groups (a quarter of the file, for a new instance that
+// owns a quarter of them). The whole file's CRC32C would tell, but only by
+// reading every byte, which is Verify's job, not a restore's; and it cannot
+// even see the header: a CRC run over bytes followed by their own CRC32C
+// ends in a state that does not depend on them, so two files that differ
+// only in their headers have the same CRC32C. The tag costs four bytes that
+// the header already had, reserved, and no read beyond it. It guards
+// against accidents — a copy, a restore from backup, a misconfigured path,
+// a rewritten object — not against forgery, which the storage's access
+// control must prevent. A file swapped in by mistake carries the tag of the
+// file it replaces with probability 2⁻³², so 32 bits suffice: the chance
+// that any of a thousand such swaps goes unnoticed is below one in four
+// million. Zero is never drawn: it is the tag word of a version-1 file,
+// which has no tag.
+//
+// Version 1 differs only in the header's version field and its word
+// [24,28), which is reserved and zero, and in its metadata, whose
+// "formatVersion" is 1 and whose files have no "tag". This package writes
+// version 2 and reads both, so existing checkpoints stay restorable. A
+// file's version must be its metadata's — a file of the other version
+// belongs to another checkpoint — and a version-2 metadata must record a
+// non-zero tag for every file. Only Verify catches a same-shape swap of
+// version-1 files. Any other version fails with ErrUnsupportedVersion.
 //
 // The metadata carries a checksum too: "checksum" is the CRC32C of its
 // canonical form (the compact JSON encoding, without HTML escaping, of the
@@ -177,9 +212,9 @@
 // schema fingerprint of every state the store registered (CheckStates,
 // built on runtime.CheckSame), states the store does not know
 // (UnknownStatePolicy: keep, drop or fail), and opens every file against
-// the metadata, so a missing or truncated file fails the restore before
-// the store changes. Every new instance also receives the operator-state
-// blobs of all old instances.
+// the metadata, so a missing or truncated file, or a file of another
+// checkpoint, fails the restore before the store changes. Every new
+// instance also receives the operator-state blobs of all old instances.
 //
 // # Asynchronous snapshots
 //

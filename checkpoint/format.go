@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"hash/crc32"
 
@@ -8,8 +9,13 @@ import (
 )
 
 // FormatVersion is the version of the data-file and metadata format this
-// package writes, and the only one it reads.
-const FormatVersion = 1
+// package writes. It reads it and every earlier version, back to
+// minFormatVersion.
+const FormatVersion = 2
+
+// minFormatVersion is the oldest format version this package reads:
+// version 1, whose files carry no tag (see the package doc).
+const minFormatVersion = 1
 
 // DefaultBlockSize is the payload size at which the writer closes a block,
 // unless WriterOptions.BlockSize says otherwise.
@@ -97,6 +103,18 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// newFileTag returns a random file tag: 32 bits from crypto/rand, never
+// zero (zero marks a version-1 file, which has none).
+func newFileTag() uint32 {
+	var b [4]byte
+	for {
+		rand.Read(b[:]) // never fails (see crypto/rand.Read)
+		if t := binary.LittleEndian.Uint32(b[:]); t != 0 {
+			return t
+		}
+	}
+}
+
 // blockCRC returns the checksum of a block: CRC32C over its 4-byte length
 // field and its payload, so that a damaged length is caught too.
 func blockCRC(lenField, payload []byte) uint32 {
@@ -108,6 +126,8 @@ type header struct {
 	version        uint32
 	maxParallelism uint32
 	start, end     uint32
+	// tag is the file's random tag (version 2); zero in version 1.
+	tag uint32
 }
 
 // appendHeader appends the 32-byte header:
@@ -117,7 +137,7 @@ type header struct {
 //	[12,16) maxParallelism
 //	[16,20) first key group
 //	[20,24) end key group (exclusive)
-//	[24,28) reserved, zero
+//	[24,28) file tag, uint32 (version 2; zero in version 1)
 //	[28,32) CRC32C of bytes [0,28)
 func appendHeader(dst []byte, h header) []byte {
 	start := len(dst)
@@ -126,7 +146,7 @@ func appendHeader(dst []byte, h header) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, h.maxParallelism)
 	dst = binary.LittleEndian.AppendUint32(dst, h.start)
 	dst = binary.LittleEndian.AppendUint32(dst, h.end)
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, h.tag)
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -285,14 +286,13 @@ func TestEntryLargerThanTheBlockSizeGetsItsOwnBlock(t *testing.T) {
 	}
 }
 
-// TestGoldenFileV1 pins format version 1: the writer must keep producing
-// these exact bytes, and the reader must keep reading them. Run with
-// -update only when the format version changes.
-func TestGoldenFileV1(t *testing.T) {
+// goldenView is the content of the golden files: every kind of state, a
+// list of three elements and a map of two entries sharing a key, in key
+// groups [1, 3) of 4 (the files) or all 4 (the golden checkpoints).
+func goldenView(kgs runtime.KeyGroupRange) *memView {
 	const maxP = 4
-	kgs := runtime.KeyGroupRange{Start: 1, End: 3}
 	k1, k2 := keyIn(1, maxP), keyIn(2, maxP)
-	v := &memView{maxP: maxP, kgs: kgs, specs: []runtime.StateSpec{
+	return &memView{maxP: maxP, kgs: kgs, specs: []runtime.StateSpec{
 		{Name: "list", Kind: runtime.KindList, SubKeyed: true, Fingerprint: "l"},
 		{Name: "map", Kind: runtime.KindSortedMap, Fingerprint: "m"},
 		{Name: "value", Kind: runtime.KindValue, Fingerprint: "v"},
@@ -306,41 +306,20 @@ func TestGoldenFileV1(t *testing.T) {
 		"value": {1: {{Key: k1, Value: []byte("one")}},
 			2: {{Key: k2, Value: []byte{}}}},
 	}}
-	got := fileBytes(t, v, &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 1})
-	if pipelined := fileBytes(t, v, &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 3}); !bytes.Equal(pipelined, got) {
-		t.Errorf("the pipelined writer's bytes differ from the sequential writer's\npipelined  %x\nsequential %x", pipelined, got)
-	}
-	path := filepath.Join("testdata", "v1-small.sgc")
-	if *checkpoint.UpdateTestdata {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the writer's bytes differ from %s: the v1 format changed\ngot  %x\nwant %x", path, got, want)
-	}
-	fv, err := checkpoint.OpenFile(path, bytes.NewReader(want), int64(len(want)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(dump(t, v), dump(t, fv)); diff != "" {
-		t.Fatalf("contents of %s differ:\n%s", path, diff)
-	}
-	// The documented layout, byte by byte.
-	if !bytes.Equal(want[:8], []byte{0x89, 'S', 'G', 'C', 'K', 'P', 'T', '\n'}) ||
-		binary.LittleEndian.Uint32(want[8:]) != 1 || binary.LittleEndian.Uint32(want[12:]) != maxP ||
-		binary.LittleEndian.Uint32(want[16:]) != 1 || binary.LittleEndian.Uint32(want[20:]) != 3 ||
-		!bytes.Equal(want[len(want)-4:], []byte("SGCX")) {
-		t.Errorf("header or trailer do not follow the documented layout: %x", want)
-	}
-	// 20-byte blocks: the list's third element starts a second block; the
-	// list's second element and the map's second entry share their key.
+}
+
+// goldenTag is the file tag of the golden version-2 files.
+const goldenTag = 0x9f3a0c11
+
+// goldenRaw is the golden file of goldenView's key groups [1, 3), 20-byte
+// blocks, built by hand from the package doc's layout: the list's third
+// element starts a second block; the list's second element and the map's
+// second entry share their key.
+func goldenRaw(version, tag uint32) rawFile {
+	const maxP = 4
+	k1, k2 := keyIn(1, maxP), keyIn(2, maxP)
 	newKey := func(k []byte) []byte { return append([]byte{0, 8}, k...) }
-	raw := rawFile{version: 1, maxP: maxP, start: 1, end: 3, states: v.specs, groups: [][]rawSection{
+	return rawFile{version: version, tag: tag, maxP: maxP, start: 1, end: 3, states: goldenView(runtime.FullRange(maxP)).specs, groups: [][]rawSection{
 		{ // key group 1: list, value
 			{state: 0, entries: 3, blocks: [][]byte{
 				append(newKey(k1), 1, 'w', 2, 'e', '1', 1, 2, 'e', '2'),
@@ -353,7 +332,103 @@ func TestGoldenFileV1(t *testing.T) {
 			{state: 2, entries: 1, blocks: [][]byte{valueEntry(k2, nil)}},
 		},
 	}}
-	if rb := raw.bytes(); !bytes.Equal(rb, want) {
+}
+
+// checkGoldenLayout checks the documented header and trailer of a golden
+// file, byte by byte.
+func checkGoldenLayout(t *testing.T, path string, data []byte, version, tag uint32) {
+	t.Helper()
+	if !bytes.Equal(data[:8], []byte{0x89, 'S', 'G', 'C', 'K', 'P', 'T', '\n'}) ||
+		binary.LittleEndian.Uint32(data[8:]) != version || binary.LittleEndian.Uint32(data[12:]) != 4 ||
+		binary.LittleEndian.Uint32(data[16:]) != 1 || binary.LittleEndian.Uint32(data[20:]) != 3 ||
+		binary.LittleEndian.Uint32(data[24:]) != tag ||
+		binary.LittleEndian.Uint32(data[28:]) != crc32.Checksum(data[:28], castagnoli) ||
+		!bytes.Equal(data[len(data)-4:], []byte("SGCX")) {
+		t.Errorf("%s: header or trailer do not follow the documented layout: %x", path, data)
+	}
+}
+
+// TestGoldenFileV2 pins format version 2: the writer must keep producing
+// these exact bytes (with the file tag pinned), and the reader must keep
+// reading them. Run with -update only when the format version changes.
+func TestGoldenFileV2(t *testing.T) {
+	v := goldenView(runtime.KeyGroupRange{Start: 1, End: 3})
+	opts := &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 1}
+	checkpoint.SetFileTag(opts, goldenTag)
+	var buf bytes.Buffer
+	snap, err := checkpoint.WriteFile(ctx, &buf, v, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := buf.Bytes()
+	if snap.File.Tag != goldenTag {
+		t.Errorf("WriteFile described the file's tag as %08x, want %08x", snap.File.Tag, uint32(goldenTag))
+	}
+	pipelinedOpts := &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 3}
+	checkpoint.SetFileTag(pipelinedOpts, goldenTag)
+	var pipelined bytes.Buffer
+	if _, err := checkpoint.WriteFile(ctx, &pipelined, v, pipelinedOpts); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pipelined.Bytes(), got) {
+		t.Errorf("the pipelined writer's bytes differ from the sequential writer's\npipelined  %x\nsequential %x", pipelined.Bytes(), got)
+	}
+	path := filepath.Join("testdata", "v2-small.sgc")
+	if *checkpoint.UpdateTestdata {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the writer's bytes differ from %s: the v2 format changed\ngot  %x\nwant %x", path, got, want)
+	}
+	fv, err := checkpoint.OpenFile(path, bytes.NewReader(want), int64(len(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(dump(t, v), dump(t, fv)); diff != "" {
+		t.Fatalf("contents of %s differ:\n%s", path, diff)
+	}
+	checkGoldenLayout(t, path, want, 2, goldenTag)
+	// As the package doc says, the whole file's CRC32C does not see the
+	// header, which ends with its own CRC32C: the version-1 file, which
+	// differs only there, has the same one. The tag is what tells them
+	// apart.
+	v1, err := os.ReadFile(filepath.Join("testdata", "v1-small.sgc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1, c2 := crc32.Checksum(v1, castagnoli), crc32.Checksum(want, castagnoli); !bytes.Equal(v1[32:], want[32:]) || c1 != c2 {
+		t.Errorf("the version-1 and -2 golden files differ beyond the header, or in CRC32C (%08x, %08x)", c1, c2)
+	}
+	if rb := goldenRaw(2, goldenTag).bytes(); !bytes.Equal(rb, want) {
 		t.Errorf("the layout rebuilt from the package doc differs from the writer's:\ndoc    %x\nwriter %x", rb, want)
+	}
+}
+
+// TestGoldenFileV1 keeps format version 1 readable: the file a version-1
+// writer produced reads, and it is the package doc's layout with version 1
+// and no tag — the only difference from version 2.
+func TestGoldenFileV1(t *testing.T) {
+	v := goldenView(runtime.KeyGroupRange{Start: 1, End: 3})
+	path := filepath.Join("testdata", "v1-small.sgc")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fv, err := checkpoint.OpenFile(path, bytes.NewReader(want), int64(len(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(dump(t, v), dump(t, fv)); diff != "" {
+		t.Fatalf("contents of %s differ:\n%s", path, diff)
+	}
+	checkGoldenLayout(t, path, want, 1, 0)
+	if rb := goldenRaw(1, 0).bytes(); !bytes.Equal(rb, want) {
+		t.Errorf("the version-1 layout rebuilt from the package doc differs from %s:\ndoc  %x\nfile %x", path, rb, want)
 	}
 }

@@ -2,8 +2,11 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stategen/stategen/checkpoint"
@@ -11,7 +14,8 @@ import (
 )
 
 // readerSeeds are the seeds of FuzzReader: valid files of every kind and
-// block size, and a few broken ones.
+// block size, and a few broken ones, of the current format version (the
+// corpus keeps those of version 1 too, as v1-*).
 func readerSeeds(t testing.TB) map[string][]byte {
 	t.Helper()
 	v := genView(20, 4, runtime.FullRange(4), 5, 300)
@@ -20,6 +24,11 @@ func readerSeeds(t testing.TB) map[string][]byte {
 	truncated := valid[:len(valid)-30]
 	flipped := bytes.Clone(valid)
 	flipped[100] ^= 0x20
+	// A version-2 header with a zero tag and a valid checksum: no writer
+	// makes one.
+	zeroTag := bytes.Clone(valid)
+	clear(zeroTag[24:28])
+	binary.LittleEndian.PutUint32(zeroTag[28:], crc32.Checksum(zeroTag[:28], castagnoli))
 	return map[string][]byte{
 		"valid-all-kinds":      valid,
 		"valid-one-block-each": fileBytes(t, v, nil),
@@ -28,6 +37,7 @@ func readerSeeds(t testing.TB) map[string][]byte {
 			data: map[string]map[int][]runtime.Entry{"s": {}}}, nil),
 		"truncated": truncated,
 		"flipped":   flipped,
+		"zero-tag":  zeroTag,
 	}
 }
 
@@ -91,8 +101,20 @@ func TestFuzzReaderCorpus(t *testing.T) {
 		if err == nil {
 			_, err = scanAll(fv)
 		}
-		if valid := len(name) > 6 && name[:6] == "valid-"; valid != (err == nil) {
+		if valid := strings.HasPrefix(name, "valid-"); valid != (err == nil) {
 			t.Errorf("corpus %s: read error %v", name, err)
+		}
+	}
+	// The seeds of earlier formats stay, as they were written: the valid
+	// ones (v1-valid-*) must still read, the others still fail.
+	for _, name := range checkpoint.OldCorpusFiles(t, dir, seeds) {
+		got := checkpoint.ReadCorpusFile(t, filepath.Join(dir, name))
+		fv, err := checkpoint.OpenFile(name, bytes.NewReader(got), int64(len(got)))
+		if err == nil {
+			_, err = scanAll(fv)
+		}
+		if valid := strings.HasPrefix(strings.TrimPrefix(name, "v1-"), "valid-"); valid != (err == nil) {
+			t.Errorf("corpus %s (an earlier format's seed): read error %v", name, err)
 		}
 	}
 }

@@ -188,15 +188,25 @@ func writeCheckpoint(t testing.TB, s checkpoint.Storage, ckpt string, v *memView
 	return m
 }
 
-// fileBytes writes v as one data file and returns its bytes.
+// testTag is the file tag fileBytes writes, so that the bytes of a file
+// depend on its view and options alone.
+const testTag = 0x7a9e3c51
+
+// fileBytes writes v as one data file, with file tag testTag, and returns
+// its bytes.
 func fileBytes(t testing.TB, v runtime.View, opts *checkpoint.WriterOptions) []byte {
 	t.Helper()
+	var o checkpoint.WriterOptions
+	if opts != nil {
+		o = *opts
+	}
+	checkpoint.SetFileTag(&o, testTag)
 	var buf bytes.Buffer
-	snap, err := checkpoint.WriteFile(ctx, &buf, v, opts)
+	snap, err := checkpoint.WriteFile(ctx, &buf, v, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.File.Size != int64(buf.Len()) || snap.File.CRC32C != crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)) {
+	if snap.File.Tag != testTag || snap.File.Size != int64(buf.Len()) || snap.File.CRC32C != crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)) {
 		t.Fatalf("WriteFile described the file as %+v; it is %d bytes", snap.File, buf.Len())
 	}
 	return buf.Bytes()
@@ -243,6 +253,7 @@ type rawFile struct {
 	version     uint32
 	maxP        uint32
 	start, end  uint32
+	tag         uint32 // the file tag (version 2), or zero (version 1)
 	states      []runtime.StateSpec
 	groups      [][]rawSection // per key group
 	indexTail   []byte         // appended to the index payload
@@ -264,7 +275,7 @@ func (f rawFile) bytes() []byte {
 	out = binary.LittleEndian.AppendUint32(out, f.maxP)
 	out = binary.LittleEndian.AppendUint32(out, f.start)
 	out = binary.LittleEndian.AppendUint32(out, f.end)
-	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint32(out, f.tag)
 	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 	var index []byte
 	n := uint64(len(f.states))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
-	"github.com/stategen/stategen/runtime/storetest"
 )
 
 // craftFile returns a data file of key groups [start, end) of maxP with no
@@ -121,7 +121,7 @@ func TestSparseTerabyteObjects(t *testing.T) {
 	op, err := checkpoint.NewOperator("op", checkpoint.InstanceSnapshot{
 		MaxParallelism: 4, KeyGroups: runtime.FullRange(4),
 		States: []runtime.StateSpec{{Name: "s", Kind: runtime.KindValue}},
-		File:   checkpoint.File{Name: "op-0.sgc", Size: 1 << 40, Entries: 1 << 30},
+		File:   checkpoint.File{Name: "op-0.sgc", Size: 1 << 40, Tag: 1, Entries: 1 << 30},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -188,32 +188,46 @@ type swapCase struct {
 	name   string
 	a, b   *memView // the checkpoints "a" and "b"
 	object string   // the object of b copied over a's
-	// restoreCatches says whether a restore, which reads only the blocks
-	// it needs, can tell: a file of the same size, key groups, states and
-	// entry count as the one it replaces is caught by Verify only.
-	restoreCatches bool
+	// sameShape says that the file has the size, key groups, states and
+	// entry count of the one it replaces (or, for the metadata, that b's
+	// files have a's): only the file tags tell them apart.
+	sameShape bool
 }
 
 // Files swapped between checkpoints — of the same job at another id, or of
-// another job — are rejected: by a restore when anything the metadata
-// records of the file differs (size, key groups, states, entry count),
-// and always by Verify, which checks the whole file's CRC32C against the
-// metadata. A swapped metadata object is rejected likewise.
+// another job — are rejected by a restore, which reads only the blocks it
+// needs, and by Verify, which reads every byte. Whatever else differs
+// (size, key groups, states, entry count), the file's tag differs from the
+// one the metadata records, and a file of the same shape — the same job's
+// previous checkpoint, where only values changed — is caught by its tag
+// alone. A swapped metadata object is rejected likewise.
 func TestFilesSwappedBetweenCheckpoints(t *testing.T) {
 	cases := []swapCase{
-		{"same job, more keys later", swapView(20, 8, 1, "fp"), swapView(30, 8, 2, "fp"), "op-0-of-2.sgc", true},
-		{"same job, same keys, longer values", swapView(20, 8, 1, "fp"), swapView(20, 9, 2, "fp"), "op-1-of-2.sgc", true},
-		{"same job, same size, other entry count", swapView(20, 8, 1, "fp"), sameSizeMoreEntries(t), "op-0-of-2.sgc", true},
-		{"same job, same shape, other values", swapView(20, 8, 1, "fp"), swapView(20, 8, 2, "fp"), "op-0-of-2.sgc", false},
-		{"same job, swapped metadata", swapView(20, 8, 1, "fp"), swapView(30, 8, 2, "fp"), checkpoint.MetadataName, true},
-		{"same job, same shape, swapped metadata", swapView(20, 8, 1, "fp"), swapView(20, 8, 2, "fp"), checkpoint.MetadataName, false},
-		{"another job, same size, other state schema", swapView(20, 8, 1, "fp"), swapView(20, 8, 1, "fq"), "op-0-of-2.sgc", true},
+		{"same job, more keys later", swapView(20, 8, 1, "fp"), swapView(30, 8, 2, "fp"), "op-0-of-2.sgc", false},
+		{"same job, same keys, longer values", swapView(20, 8, 1, "fp"), swapView(20, 9, 2, "fp"), "op-1-of-2.sgc", false},
+		{"same job, same size, other entry count", swapView(20, 8, 1, "fp"), sameSizeMoreEntries(t), "op-0-of-2.sgc", false},
+		{"same job, same shape, other values", swapView(20, 8, 1, "fp"), swapView(20, 8, 2, "fp"), "op-0-of-2.sgc", true},
+		{"same job, same shape, other values, second file", swapView(20, 8, 1, "fp"), swapView(20, 8, 2, "fp"), "op-1-of-2.sgc", true},
+		{"same job, same shape, same values", swapView(20, 8, 1, "fp"), swapView(20, 8, 1, "fp"), "op-0-of-2.sgc", true},
+		{"same job, swapped metadata", swapView(20, 8, 1, "fp"), swapView(30, 8, 2, "fp"), checkpoint.MetadataName, false},
+		{"same job, same shape, swapped metadata", swapView(20, 8, 1, "fp"), swapView(20, 8, 2, "fp"), checkpoint.MetadataName, true},
+		{"another job, same size, other state schema", swapView(20, 8, 1, "fp"), swapView(20, 8, 1, "fq"), "op-0-of-2.sgc", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := checkpoint.NewMem()
-			writeCheckpoint(t, s, "a", tc.a, 2, &checkpoint.WriterOptions{BlockSize: 64})
-			writeCheckpoint(t, s, "b", tc.b, 2, &checkpoint.WriterOptions{BlockSize: 64})
+			ma := writeCheckpoint(t, s, "a", tc.a, 2, &checkpoint.WriterOptions{BlockSize: 64})
+			mb := writeCheckpoint(t, s, "b", tc.b, 2, &checkpoint.WriterOptions{BlockSize: 64})
+			if tc.sameShape {
+				// Check the premise: the files agree on everything the
+				// metadata records but the tag and the CRC.
+				for i := range ma.Operators[0].Instances {
+					fa, fb := ma.Operators[0].Instances[i].File, mb.Operators[0].Instances[i].File
+					if fa.Size != fb.Size || fa.Entries != fb.Entries || fa.Tag == fb.Tag {
+						t.Fatalf("the files are not of the same shape with other tags: %+v and %+v", fa, fb)
+					}
+				}
+			}
 			fromB := readObject(t, s, "b", tc.object)
 			replaceObject(t, s, "a", tc.object, func([]byte) []byte { return fromB })
 			blame := "a/" + tc.object
@@ -222,29 +236,40 @@ func TestFilesSwappedBetweenCheckpoints(t *testing.T) {
 				// no longer agree with it.
 				blame = "a/op-"
 			}
+			wantBlamed := func(what string, err error) {
+				t.Helper()
+				fe := new(checkpoint.FileError)
+				if !errors.As(err, &fe) || !errors.Is(err, checkpoint.ErrCorrupt) || !strings.HasPrefix(fe.Path, blame) {
+					t.Fatalf("%s = %v, want a *FileError on %s wrapping ErrCorrupt", what, err, blame)
+				}
+				if !strings.Contains(err.Error(), fe.Path) {
+					t.Errorf("%s: error %q does not name the file %s", what, err, fe.Path)
+				}
+				if tc.sameShape && (!strings.HasSuffix(fe.Field, ".file.tag") || !strings.Contains(fe.Reason, "another checkpoint")) {
+					t.Errorf("%s: error %q does not name the file tag and say the file belongs to another checkpoint", what, err)
+				}
+			}
 			r, err := checkpoint.Open(ctx, s, "a")
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
-			err = r.Verify(ctx)
-			if fe := new(checkpoint.FileError); !errors.As(err, &fe) || !errors.Is(err, checkpoint.ErrCorrupt) || !strings.HasPrefix(fe.Path, blame) {
-				t.Fatalf("Verify = %v, want a *FileError on %s", err, blame)
+			wantBlamed("Verify", r.Verify(ctx))
+			// A restore of all key groups, and one of a quarter of them
+			// that lies in the first file; the second file is swapped
+			// only when the case says so, then a quarter in it.
+			quarter := 0
+			if tc.object == "op-1-of-2.sgc" {
+				quarter = 3
 			}
-			store, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: 8, KeyGroups: runtime.FullRange(8)})
-			if err != nil {
-				t.Fatal(err)
+			for _, rs := range []struct{ index, parallelism int }{{0, 1}, {quarter, 4}} {
+				store := newModel(t, 8, rs.parallelism, rs.index)
+				_, err = checkpoint.Restore(ctx, s, "a", "op", rs.index, rs.parallelism, store, nil)
+				wantBlamed(fmt.Sprintf("Restore of instance %d of %d", rs.index, rs.parallelism), err)
 			}
-			_, err = checkpoint.Restore(ctx, s, "a", "op", 0, 1, store, nil)
-			caught := err != nil
-			if tc.restoreCatches && !caught {
-				t.Fatalf("a restore of the checkpoint with a swapped %s succeeded", tc.object)
-			}
-			if caught {
-				if fe := new(checkpoint.FileError); !errors.As(err, &fe) || !strings.HasPrefix(fe.Path, blame) {
-					t.Fatalf("Restore = %v, want a *FileError on %s", err, blame)
-				}
-			}
-			t.Logf("Verify: %v; restore: %v", r.Verify(ctx), err)
+			kgs, _ := runtime.KeyGroupRangeForOperator(8, 4, quarter)
+			_, err = r.View(ctx, "op", kgs)
+			wantBlamed(fmt.Sprintf("View of key groups %v", kgs), err)
+			t.Logf("restore: %v", err)
 		})
 	}
 }

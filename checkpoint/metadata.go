@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,8 +22,10 @@ import (
 // checkpoint exist. It is stored as indented JSON, to be read by people as
 // well as programs; see the package doc for an example.
 type Metadata struct {
-	// FormatVersion is the format version; zero means FormatVersion when
-	// writing, and parsing always sets it.
+	// FormatVersion is the format version of the metadata and of every
+	// file it names; zero means FormatVersion when writing, and parsing
+	// always sets it. A checkpoint written by an earlier version of this
+	// package keeps its version (1: its files have no tag).
 	FormatVersion int
 	// CheckpointID is the coordinator's id of the checkpoint (zero if
 	// none).
@@ -78,6 +81,12 @@ type File struct {
 	Size int64
 	// CRC32C is the CRC-32 (Castagnoli) of all its bytes.
 	CRC32C uint32
+	// Tag is the random tag the writer chose for the file and wrote in its
+	// header: a reader that opens the file checks it, so that a file of
+	// another checkpoint under this file's name fails the restore. It is
+	// never zero in format version 2, and always zero in version 1, whose
+	// files have none.
+	Tag uint32
 	// Entries counts the entries it holds.
 	Entries int64
 }
@@ -120,23 +129,29 @@ type (
 		OperatorState []byte    `json:"operatorState,omitempty"`
 	}
 	fileJSON struct {
-		Name    string `json:"name"`
-		Size    int64  `json:"size"`
-		CRC32C  string `json:"crc32c"`
+		Name   string `json:"name"`
+		Size   int64  `json:"size"`
+		CRC32C string `json:"crc32c"`
+		// Tag is the file tag as 8 hex digits; version 2 only.
+		Tag     string `json:"tag,omitempty"`
 		Entries int64  `json:"entries"`
 	}
 )
 
-// Marshal validates m and returns its JSON form.
+// Marshal validates m and returns its JSON form, of version
+// m.FormatVersion: FormatVersion, or version 1 for the metadata of a
+// version-1 checkpoint, so that metadata read from a checkpoint marshals
+// as it was.
 func (m *Metadata) Marshal() ([]byte, error) {
-	if m.FormatVersion != 0 && m.FormatVersion != FormatVersion {
+	version := m.version()
+	if version < minFormatVersion || version > FormatVersion {
 		return nil, fmt.Errorf("%w: cannot write format version %d", ErrUnsupportedVersion, m.FormatVersion)
 	}
 	if err := m.validate(MetadataName); err != nil {
 		return nil, err
 	}
 	j := metadataJSON{
-		FormatVersion: FormatVersion,
+		FormatVersion: version,
 		CheckpointID:  m.CheckpointID,
 		Timestamp:     m.Timestamp,
 		Properties:    m.Properties,
@@ -164,6 +179,9 @@ func (m *Metadata) Marshal() ([]byte, error) {
 					Entries: in.File.Entries,
 				},
 				OperatorState: in.OperatorState,
+			}
+			if version >= 2 {
+				oj.Instances[k].File.Tag = fmt.Sprintf("%08x", in.File.Tag)
 			}
 			if oj.Instances[k].States == nil {
 				oj.Instances[k].States = []string{}
@@ -217,9 +235,10 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 	if probe.FormatVersion == nil {
 		return nil, corruptField(path, "formatVersion", "missing")
 	}
-	if v := string(*probe.FormatVersion); v != "1" {
+	if v, err := strconv.Atoi(string(*probe.FormatVersion)); err != nil || v < minFormatVersion || v > FormatVersion {
 		return nil, &FileError{Path: path, Offset: -1, Field: "formatVersion", Err: ErrUnsupportedVersion,
-			Reason: fmt.Sprintf("format version %s is not supported (this reader reads version %d)", v, FormatVersion)}
+			Reason: fmt.Sprintf("format version %s is not supported (this reader reads versions %d to %d)",
+				*probe.FormatVersion, minFormatVersion, FormatVersion)}
 	}
 	var j metadataJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -266,10 +285,22 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 			if err != nil {
 				return nil, corruptField(path, f, "%q is not 8 lowercase hexadecimal digits", ij.File.CRC32C)
 			}
+			f = fmt.Sprintf("%s.instances[%d].file.tag", field, k)
+			var tag uint32
+			switch {
+			case j.FormatVersion == 1 && ij.File.Tag != "":
+				return nil, corruptField(path, f, "a version-1 metadata has no file tags, this one has %q", ij.File.Tag)
+			case j.FormatVersion >= 2 && ij.File.Tag == "":
+				return nil, corruptField(path, f, "missing: a version-%d metadata records every file's tag", j.FormatVersion)
+			case j.FormatVersion >= 2:
+				if tag, err = parseCRC(ij.File.Tag); err != nil {
+					return nil, corruptField(path, f, "%q is not 8 lowercase hexadecimal digits", ij.File.Tag)
+				}
+			}
 			op.Instances[k] = Instance{
 				KeyGroups:     runtime.KeyGroupRange(ij.KeyGroups),
 				States:        ij.States,
-				File:          File{Name: ij.File.Name, Size: ij.File.Size, CRC32C: crc, Entries: ij.File.Entries},
+				File:          File{Name: ij.File.Name, Size: ij.File.Size, CRC32C: crc, Tag: tag, Entries: ij.File.Entries},
 				OperatorState: ij.OperatorState,
 			}
 		}
@@ -291,6 +322,8 @@ func (j metadataJSON) checksum() (string, error) {
 	return fmt.Sprintf("%08x", crc32.Checksum(canon, castagnoli)), nil
 }
 
+// parseCRC parses 8 lowercase hexadecimal digits: a checksum or a file
+// tag.
 func parseCRC(s string) (uint32, error) {
 	if len(s) != 8 || strings.ToLower(s) != s {
 		return 0, errors.New("bad crc")
@@ -321,9 +354,18 @@ func jsonError(path string, data []byte, err error, off int64) error {
 	return &FileError{Path: path, Offset: off, Reason: "metadata cannot be decoded", Err: ErrCorrupt, Cause: err}
 }
 
+// version returns m's format version: FormatVersion if unset.
+func (m *Metadata) version() int {
+	if m.FormatVersion == 0 {
+		return FormatVersion
+	}
+	return m.FormatVersion
+}
+
 // validate checks everything about m that does not need its files. Errors
 // name the field at fault.
 func (m *Metadata) validate(path string) error {
+	version := m.version()
 	files := make(map[string]string)
 	ids := make(map[string]bool)
 	for i := range m.Operators {
@@ -390,6 +432,12 @@ func (m *Metadata) validate(path string) error {
 			}
 			if in.File.Entries < 0 || in.File.Entries > in.File.Size/minEntrySize {
 				return bad(f+".file.entries", nil, "%d entries cannot fit in %d bytes", in.File.Entries, in.File.Size)
+			}
+			if version == 1 && in.File.Tag != 0 {
+				return bad(f+".file.tag", nil, "tag %08x in a version-1 checkpoint, whose files have none", in.File.Tag)
+			}
+			if version >= 2 && in.File.Tag == 0 {
+				return bad(f+".file.tag", nil, "tag is zero: every file of a version-%d checkpoint has a non-zero tag", version)
 			}
 		}
 		if next != op.KeyGroups.End {

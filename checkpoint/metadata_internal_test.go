@@ -32,9 +32,9 @@ func sampleMetadata() *Metadata {
 			},
 			Instances: []Instance{
 				{KeyGroups: runtime.KeyGroupRange{Start: 0, End: 3}, States: []string{"count", "windows"},
-					File: File{Name: "clicks-0.sgc", Size: 1043, CRC32C: 0x5b1e6c02, Entries: 40}, OperatorState: []byte{0, 1, 2}},
+					File: File{Name: "clicks-0.sgc", Size: 1043, CRC32C: 0x5b1e6c02, Tag: 0x9f3a0c11, Entries: 40}, OperatorState: []byte{0, 1, 2}},
 				{KeyGroups: runtime.KeyGroupRange{Start: 3, End: 8}, States: []string{"count"},
-					File: File{Name: "clicks-1.sgc", Size: 999, CRC32C: 7, Entries: 0}},
+					File: File{Name: "clicks-1.sgc", Size: 999, CRC32C: 7, Tag: 1, Entries: 0}},
 			},
 		}},
 	}
@@ -80,7 +80,8 @@ func TestMetadataRoundTrip(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	// Human-readable: indented, kinds by name, checksums in hex.
-	for _, want := range []string{"\n  \"formatVersion\": 1,", `"kind": "sortedmap"`, `"crc32c": "5b1e6c02"`, `"checksum": "`, `"subKeyed": true`} {
+	for _, want := range []string{"\n  \"formatVersion\": 2,", `"kind": "sortedmap"`, `"crc32c": "5b1e6c02"`, `"tag": "9f3a0c11"`, `"tag": "00000001"`,
+		`"checksum": "`, `"subKeyed": true`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("metadata does not contain %s:\n%s", want, b)
 		}
@@ -122,6 +123,12 @@ func TestMetadataRejectsBadFields(t *testing.T) {
 		{"negative entries", func(j *metadataJSON) { inst(j).File.Entries = -1 }, "operators[0].instances[0].file.entries"},
 		{"crc not hex", func(j *metadataJSON) { inst(j).File.CRC32C = "xyz" }, "operators[0].instances[0].file.crc32c"},
 		{"crc upper case", func(j *metadataJSON) { inst(j).File.CRC32C = "5B1E6C02" }, "operators[0].instances[0].file.crc32c"},
+		{"tag missing", func(j *metadataJSON) { inst(j).File.Tag = "" }, "operators[0].instances[0].file.tag"},
+		{"tag not hex", func(j *metadataJSON) { inst(j).File.Tag = "9f3a0c1g" }, "operators[0].instances[0].file.tag"},
+		{"tag upper case", func(j *metadataJSON) { inst(j).File.Tag = "9F3A0C11" }, "operators[0].instances[0].file.tag"},
+		{"tag too short", func(j *metadataJSON) { inst(j).File.Tag = "9f3a0c1" }, "operators[0].instances[0].file.tag"},
+		{"tag zero", func(j *metadataJSON) { j.Operators[0].Instances[1].File.Tag = "00000000" }, "operators[0].instances[1].file.tag"},
+		{"tag in a version-1 metadata", func(j *metadataJSON) { j.FormatVersion = 1 }, "operators[0].instances[0].file.tag"},
 		{"operator id unsafe", func(j *metadataJSON) { j.Operators[0].ID = "../op" }, "operators[0].id"},
 		{"operator twice", func(j *metadataJSON) {
 			j.Operators = append(j.Operators, j.Operators[0])
@@ -164,8 +171,11 @@ func TestMetadataRejectsBadDocuments(t *testing.T) {
 		sentinel error
 		field    string
 	}{
-		{"format version 2", bytes.Replace(good, []byte(`"formatVersion": 1`), []byte(`"formatVersion": 2`), 1), ErrUnsupportedVersion, "formatVersion"},
-		{"format version 2 with unknown fields", []byte(`{"formatVersion": 2, "shards": []}`), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 3", bytes.Replace(good, []byte(`"formatVersion": 2`), []byte(`"formatVersion": 3`), 1), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 3 with unknown fields", []byte(`{"formatVersion": 3, "shards": []}`), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 0", []byte(`{"formatVersion": 0}`), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 1.5", []byte(`{"formatVersion": 1.5}`), ErrUnsupportedVersion, "formatVersion"},
+		{"format version a string", []byte(`{"formatVersion": "2"}`), ErrUnsupportedVersion, "formatVersion"},
 		{"no format version", []byte(`{"checkpointId": 1}`), ErrCorrupt, "formatVersion"},
 		{"checksum mismatch", bytes.Replace(good, []byte(`"checkpointId": 42`), []byte(`"checkpointId": 43`), 1), ErrCorrupt, "checksum"},
 		{"checksum missing", rawMetadataNoChecksum(t), ErrCorrupt, "checksum"},
@@ -207,9 +217,43 @@ func TestMarshalRefusesInvalidMetadata(t *testing.T) {
 		t.Errorf("Marshal of an unsafe file name = %v", err)
 	}
 	m = sampleMetadata()
-	m.FormatVersion = 2
+	m.FormatVersion = 3
 	if _, err := m.Marshal(); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Errorf("Marshal of version 2 = %v", err)
+		t.Errorf("Marshal of version 3 = %v", err)
+	}
+	m = sampleMetadata()
+	m.FormatVersion = 1
+	if _, err := m.Marshal(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "file.tag") {
+		t.Errorf("Marshal of version 1 with file tags = %v", err)
+	}
+	m = sampleMetadata()
+	m.Operators[0].Instances[1].File.Tag = 0
+	if _, err := m.Marshal(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "operators[0].instances[1].file.tag") {
+		t.Errorf("Marshal of version 2 with a zero file tag = %v", err)
+	}
+}
+
+// The metadata of a version-1 checkpoint, which has no file tags, parses
+// and marshals as it was, so that tools rewrite it unchanged.
+func TestMetadataVersion1RoundTrip(t *testing.T) {
+	m := sampleMetadata()
+	m.FormatVersion = 1
+	for i := range m.Operators[0].Instances {
+		m.Operators[0].Instances[i].File.Tag = 0
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("\n  \"formatVersion\": 1,")) || bytes.Contains(b, []byte(`"tag"`)) {
+		t.Errorf("version-1 metadata is not written as version 1 without tags:\n%s", b)
+	}
+	got, err := ParseMetadata(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(m, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
 
@@ -223,7 +267,7 @@ func FuzzMetadata(f *testing.F) {
 	}
 	f.Add(good)
 	f.Add([]byte(`{"formatVersion": 1, "operators": []}`))
-	f.Add([]byte(`{"formatVersion": 2}`))
+	f.Add([]byte(`{"formatVersion": 3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseMetadata(data)
 		if err != nil {
@@ -258,7 +302,9 @@ func TestFuzzMetadataCorpus(t *testing.T) {
 	seeds := map[string][]byte{
 		"valid-sample":      good,
 		"valid-empty":       []byte(`{"formatVersion":1,"checkpointId":0,"operators":[],"checksum":"` + mustChecksum(t, metadataJSON{FormatVersion: 1, Operators: []operatorJSON{}}) + `"}`),
-		"version-2":         []byte(`{"formatVersion": 2}`),
+		"valid-empty-v2":    []byte(`{"formatVersion":2,"checkpointId":0,"operators":[],"checksum":"` + mustChecksum(t, metadataJSON{FormatVersion: 2, Operators: []operatorJSON{}}) + `"}`),
+		"version-3":         []byte(`{"formatVersion": 3}`),
+		"missing-tag":       rawMetadata(t, func(j *metadataJSON) { j.Operators[0].Instances[0].File.Tag = "" }),
 		"bad-file-name":     rawMetadata(t, func(j *metadataJSON) { j.Operators[0].Instances[0].File.Name = "../x" }),
 		"bad-state-name":    rawMetadata(t, func(j *metadataJSON) { j.Operators[0].States[0].Name = "a\x00" }),
 		"checksum-mismatch": bytes.Replace(good, []byte(`42`), []byte(`43`), 1),
@@ -276,6 +322,35 @@ func TestFuzzMetadataCorpus(t *testing.T) {
 			t.Errorf("corpus %s: ParseMetadata = %v", name, err)
 		}
 	}
+	// The seeds of earlier formats stay, as they were written: the valid
+	// ones (v1-valid-*) must still parse, the others still fail.
+	for _, name := range oldCorpusFiles(t, dir, seeds) {
+		_, err := ParseMetadata(readCorpusFile(t, filepath.Join(dir, name)))
+		if valid := strings.HasPrefix(strings.TrimPrefix(name, "v1-"), "valid-"); valid != (err == nil) {
+			t.Errorf("corpus %s (an earlier format's seed): ParseMetadata = %v", name, err)
+		}
+	}
+}
+
+// OldCorpusFiles returns the files of corpus dir that are not among seeds:
+// seeds of earlier formats, kept to fuzz the reading of old checkpoints.
+func OldCorpusFiles(t testing.TB, dir string, seeds map[string][]byte) []string {
+	return oldCorpusFiles(t, dir, seeds)
+}
+
+func oldCorpusFiles(t testing.TB, dir string, seeds map[string][]byte) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range des {
+		if _, ok := seeds[de.Name()]; !ok {
+			out = append(out, de.Name())
+		}
+	}
+	return out
 }
 
 func mustChecksum(t testing.TB, j metadataJSON) string {

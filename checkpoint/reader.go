@@ -22,9 +22,11 @@ type dataFile struct {
 	size   int64
 	read   *atomic.Int64 // bytes read, shared with the View
 
-	maxP   int
-	kgs    runtime.KeyGroupRange
-	states []runtime.StateSpec
+	version uint32 // format version, from the header
+	tag     uint32 // file tag, from the header; zero in version 1
+	maxP    int
+	kgs     runtime.KeyGroupRange
+	states  []runtime.StateSpec
 	// groupStart[i] is the index in sections of the first section of key
 	// group kgs.Start+i; groupStart has kgs.Len()+1 elements.
 	groupStart []int
@@ -72,9 +74,10 @@ func openDataFile(path string, r io.ReaderAt, size int64, read *atomic.Int64) (*
 	if got, want := binary.LittleEndian.Uint32(hdr[28:]), crc32.Checksum(hdr[:28], castagnoli); got != want {
 		return nil, corruptAt(path, 28, "header checksum mismatch (stored %08x, computed %08x)", got, want)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != FormatVersion {
+	f.version = binary.LittleEndian.Uint32(hdr[8:])
+	if f.version < minFormatVersion || f.version > FormatVersion {
 		return nil, &FileError{Path: path, Offset: 8, Err: ErrUnsupportedVersion,
-			Reason: fmt.Sprintf("format version %d is not supported (this reader reads version %d)", v, FormatVersion)}
+			Reason: fmt.Sprintf("format version %d is not supported (this reader reads versions %d to %d)", f.version, minFormatVersion, FormatVersion)}
 	}
 	maxP := binary.LittleEndian.Uint32(hdr[12:])
 	start, end := binary.LittleEndian.Uint32(hdr[16:]), binary.LittleEndian.Uint32(hdr[20:])
@@ -84,8 +87,12 @@ func openDataFile(path string, r io.ReaderAt, size int64, read *atomic.Int64) (*
 	if start >= end || end > maxP {
 		return nil, corruptAt(path, 16, "key-group range [%d, %d) is empty or outside [0, %d)", start, end, maxP)
 	}
-	if binary.LittleEndian.Uint32(hdr[24:]) != 0 {
-		return nil, corruptAt(path, 24, "reserved header field is not zero")
+	f.tag = binary.LittleEndian.Uint32(hdr[24:])
+	switch {
+	case f.version == 1 && f.tag != 0:
+		return nil, corruptAt(path, 24, "reserved header field of a version-1 file is %08x, not zero", f.tag)
+	case f.version >= 2 && f.tag == 0:
+		return nil, corruptAt(path, 24, "file tag is zero, which no writer chooses")
 	}
 	f.maxP = int(maxP)
 	f.kgs = runtime.KeyGroupRange{Start: int(start), End: int(end)}

@@ -39,7 +39,8 @@ func (r *Reader) Name() string { return r.name }
 func (r *Reader) Metadata() *Metadata { return r.meta }
 
 // openFile opens the data file of instance k of operator op, checked
-// against the metadata: size, maxParallelism, key groups and states.
+// against the metadata: size, format version and tag, maxParallelism, key
+// groups, states and entry count.
 func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.Int64) (*dataFile, error) {
 	op := &r.meta.Operators[opIndex]
 	in := op.Instances[k]
@@ -69,6 +70,22 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 		return &FileError{Path: path, Offset: 0, Field: field, Err: ErrCorrupt,
 			Reason: "the file disagrees with the metadata: " + fmt.Sprintf(format, args...)}
 	}
+	// The tag tells a file of another checkpoint — the same job's previous
+	// one, whose file has the same size, key groups, states and entry
+	// count and only other values — from this checkpoint's, without
+	// reading more than the header.
+	if int(f.version) != r.meta.FormatVersion {
+		_ = obj.Close()
+		return nil, &FileError{Path: path, Offset: 8, Field: field, Err: ErrCorrupt,
+			Reason: fmt.Sprintf("the file is format version %d, the metadata version %d: the file belongs to another checkpoint",
+				f.version, r.meta.FormatVersion)}
+	}
+	if f.tag != in.File.Tag {
+		_ = obj.Close()
+		return nil, &FileError{Path: path, Offset: 24, Field: field + ".tag", Err: ErrCorrupt,
+			Reason: fmt.Sprintf("the file's tag is %08x, the metadata's %08x: the file belongs to another checkpoint (or was written again)",
+				f.tag, in.File.Tag)}
+	}
 	if f.maxP != op.MaxParallelism || f.kgs != in.KeyGroups {
 		return nil, mismatch("maxParallelism %d and key groups %v, the metadata says %d and %v",
 			f.maxP, f.kgs, op.MaxParallelism, in.KeyGroups)
@@ -82,10 +99,10 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 			return nil, mismatch("state %s, the metadata says %s", s, want)
 		}
 	}
-	// The index counts the entries of every section: a file of another
-	// checkpoint with the same size, key groups and states (swapped in by
-	// mistake) usually has another count. Only Verify, which reads the
-	// whole file, catches one of the same shape.
+	// The index counts the entries of every section: a version-1 file of
+	// another checkpoint with the same size, key groups and states (swapped
+	// in by mistake) usually has another count. Only Verify, which reads
+	// the whole file, catches a version-1 file of the same shape.
 	var entries int64
 	for _, sec := range f.sections {
 		entries += sec.entries

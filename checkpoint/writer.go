@@ -35,6 +35,10 @@ type WriterOptions struct {
 	// runtime.View allows. A job whose operators need every core while
 	// checkpoints are written sets 1: the write takes longer, on one core.
 	Concurrency int
+
+	// tag, if not zero, is the file tag to write instead of a random one:
+	// tests set it (SetFileTag) to pin a file's bytes.
+	tag uint32
 }
 
 // DefaultConcurrency is the writer's concurrency when WriterOptions do not
@@ -89,8 +93,9 @@ type InstanceSnapshot struct {
 	OperatorState []byte
 }
 
-// WriteFile writes v to w as one data file of format version 1 and describes
-// it. It streams: it reads v key group by key group, state by state, and
+// WriteFile writes v to w as one data file of format version FormatVersion,
+// with a random file tag of its own, and describes it (the tag included, in
+// File.Tag). It streams: it reads v key group by key group, state by state, and
 // holds a few blocks and the key-group index in memory, never the entries
 // (see WriterOptions.Concurrency). It checks ctx between blocks and fails
 // with ctx's error once ctx is done.
@@ -128,10 +133,14 @@ func WriteFile(ctx context.Context, w io.Writer, v runtime.View, opts *WriterOpt
 				ErrInvalidView, specs[i-1].Name, s.Name)
 		}
 	}
+	tag := newFileTag()
+	if opts != nil && opts.tag != 0 {
+		tag = opts.tag
+	}
 	fw := &fileWriter{blockSize: bs, maxP: maxP}
 	fw.raw = writerFunc(fw.emitRaw(w))
 	fw.out = bufio.NewWriterSize(fw.raw, outBufferSize)
-	if err := fw.begin(kgs, specs); err != nil {
+	if err := fw.begin(kgs, specs, tag); err != nil {
 		return InstanceSnapshot{}, err
 	}
 	if conc == 1 {
@@ -149,7 +158,7 @@ func WriteFile(ctx context.Context, w io.Writer, v runtime.View, opts *WriterOpt
 		MaxParallelism: maxP,
 		KeyGroups:      kgs,
 		States:         specs,
-		File:           File{Size: fw.size, CRC32C: fw.crc, Entries: fw.entries},
+		File:           File{Size: fw.size, CRC32C: fw.crc, Tag: tag, Entries: fw.entries},
 	}, nil
 }
 
@@ -189,13 +198,15 @@ func (fw *fileWriter) emitRaw(w io.Writer) func([]byte) (int, error) {
 	}
 }
 
-// begin writes the header and starts the index with the state table.
-func (fw *fileWriter) begin(kgs runtime.KeyGroupRange, specs []runtime.StateSpec) error {
+// begin writes the header, with the file's tag, and starts the index with
+// the state table.
+func (fw *fileWriter) begin(kgs runtime.KeyGroupRange, specs []runtime.StateSpec, tag uint32) error {
 	hdr := appendHeader(nil, header{
 		version:        FormatVersion,
 		maxParallelism: uint32(fw.maxP),
 		start:          uint32(kgs.Start),
 		end:            uint32(kgs.End),
+		tag:            tag,
 	})
 	if _, err := fw.out.Write(hdr); err != nil {
 		return err

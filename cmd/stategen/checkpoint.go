@@ -213,10 +213,14 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		tw.Flush()
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  INSTANCE\tKEY GROUPS\tFILE\tSIZE\tCRC32C\tENTRIES\tOPERATOR STATE")
+		fmt.Fprintln(tw, "  INSTANCE\tKEY GROUPS\tFILE\tSIZE\tCRC32C\tTAG\tENTRIES\tOPERATOR STATE")
 		for i, in := range op.Instances {
-			fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%08x\t%d\t%d bytes\n", i, in.KeyGroups, in.File.Name,
-				formatSize(in.File.Size), in.File.CRC32C, in.File.Entries, len(in.OperatorState))
+			tag := "-" // format version 1: no tag
+			if m.FormatVersion >= 2 {
+				tag = fmt.Sprintf("%08x", in.File.Tag)
+			}
+			fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%08x\t%s\t%d\t%d bytes\n", i, in.KeyGroups, in.File.Name,
+				formatSize(in.File.Size), in.File.CRC32C, tag, in.File.Entries, len(in.OperatorState))
 		}
 		tw.Flush()
 	}

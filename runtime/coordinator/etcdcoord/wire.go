@@ -242,10 +242,14 @@ type stateMsg struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
+// fileMsg is a checkpoint.File. Tag is the data file's tag; an
+// acknowledgement without one (a participant of before format version 2)
+// makes checkpoint.NewOperator fail, naming the file's tag.
 type fileMsg struct {
 	Name    string `json:"name"`
 	Size    int64  `json:"size"`
 	CRC32C  uint32 `json:"crc32c"`
+	Tag     uint32 `json:"tag,omitempty"`
 	Entries int64  `json:"entries"`
 }
 
@@ -254,7 +258,7 @@ func newSnapshotMsg(r checkpoint.SnapshotResult) *snapshotMsg {
 	m := &snapshotMsg{
 		MaxParallelism: s.MaxParallelism,
 		KeyGroups:      [2]int{s.KeyGroups.Start, s.KeyGroups.End},
-		File:           fileMsg{Name: s.File.Name, Size: s.File.Size, CRC32C: s.File.CRC32C, Entries: s.File.Entries},
+		File:           fileMsg{Name: s.File.Name, Size: s.File.Size, CRC32C: s.File.CRC32C, Tag: s.File.Tag, Entries: s.File.Entries},
 		OperatorState:  s.OperatorState,
 		SyncNanos:      int64(r.Stats.SyncDuration),
 		AsyncNanos:     int64(r.Stats.AsyncDuration),
@@ -284,7 +288,7 @@ func (m *snapshotMsg) result() (checkpoint.SnapshotResult, error) {
 		Snapshot: checkpoint.InstanceSnapshot{
 			MaxParallelism: m.MaxParallelism,
 			KeyGroups:      runtime.KeyGroupRange{Start: m.KeyGroups[0], End: m.KeyGroups[1]},
-			File:           checkpoint.File{Name: m.File.Name, Size: m.File.Size, CRC32C: m.File.CRC32C, Entries: m.File.Entries},
+			File:           checkpoint.File{Name: m.File.Name, Size: m.File.Size, CRC32C: m.File.CRC32C, Tag: m.File.Tag, Entries: m.File.Entries},
 			OperatorState:  m.OperatorState,
 		},
 		Stats: checkpoint.SnapshotStats{

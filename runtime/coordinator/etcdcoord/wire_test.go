@@ -74,7 +74,7 @@ func TestSnapshotResultRoundTrip(t *testing.T) {
 				{Name: "clicks", Kind: runtime.KindValue, Fingerprint: "f1"},
 				{Name: "pages", Kind: runtime.KindSortedMap, SubKeyed: true, Fingerprint: "f2"},
 			},
-			File:          checkpoint.File{Name: "op-1.sgc", Size: 1234, CRC32C: 0xdeadbeef, Entries: 17},
+			File:          checkpoint.File{Name: "op-1.sgc", Size: 1234, CRC32C: 0xdeadbeef, Tag: 0x9f3a0c11, Entries: 17},
 			OperatorState: []byte{0, 1, 2, 255},
 		},
 		Stats: checkpoint.SnapshotStats{SyncDuration: 3 * time.Microsecond, AsyncDuration: 2 * time.Second, BytesWritten: 1234, Entries: 17},
