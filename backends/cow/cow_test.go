@@ -152,6 +152,8 @@ func TestBadInputGetsErrors(t *testing.T) {
 		{MaxSlabSize: 100},
 		{MaxSlabSize: 1 << 30},
 		{CompactionMinGarbage: -1},
+		{RestoreConcurrency: -1},
+		{RestoreConcurrency: cow.MaxRestoreConcurrency + 1},
 		{StoreConfig: srt.StoreConfig{MaxParallelism: 1 << 20}},
 		{StoreConfig: srt.StoreConfig{MaxParallelism: 8, KeyGroups: srt.KeyGroupRange{Start: 4, End: 9}}},
 	} {

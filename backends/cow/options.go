@@ -2,6 +2,7 @@ package cow
 
 import (
 	"fmt"
+	goruntime "runtime"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -33,6 +34,28 @@ type Options struct {
 	// goroutine and receives the snapshot's sequence number (1 for the
 	// store's first snapshot).
 	OnLeakedSnapshot func(seq uint64)
+
+	// RestoreConcurrency is how many goroutines Restore loads key groups
+	// on: each takes the next key group not yet loaded and bulk-loads every
+	// restored state of it, with staging buffers of its own, so the View is
+	// scanned for that many key groups at once (which runtime.View allows).
+	// 1 loads the key groups one after the other on the calling goroutine.
+	// Default DefaultRestoreConcurrency(); at most MaxRestoreConcurrency.
+	// Restore never runs more goroutines than it has key groups to load.
+	RestoreConcurrency int
+}
+
+// MaxDefaultRestoreConcurrency caps DefaultRestoreConcurrency: beyond a
+// few goroutines a restore is bound by memory bandwidth and the View.
+const MaxDefaultRestoreConcurrency = 8
+
+// MaxRestoreConcurrency bounds Options.RestoreConcurrency.
+const MaxRestoreConcurrency = 256
+
+// DefaultRestoreConcurrency is the RestoreConcurrency of Options that do
+// not set one: GOMAXPROCS, at most MaxDefaultRestoreConcurrency.
+func DefaultRestoreConcurrency() int {
+	return min(goruntime.GOMAXPROCS(0), MaxDefaultRestoreConcurrency)
 }
 
 const (
@@ -59,6 +82,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.CompactionMinGarbage = defaultMinGarbage
 	case o.CompactionMinGarbage < 0:
 		return o, fmt.Errorf("cow: CompactionMinGarbage %d is negative", o.CompactionMinGarbage)
+	}
+	switch {
+	case o.RestoreConcurrency == 0:
+		o.RestoreConcurrency = DefaultRestoreConcurrency()
+	case o.RestoreConcurrency < 0 || o.RestoreConcurrency > MaxRestoreConcurrency:
+		return o, fmt.Errorf("cow: RestoreConcurrency %d is outside [1, %d]", o.RestoreConcurrency, MaxRestoreConcurrency)
 	}
 	return o, nil
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -18,6 +22,10 @@ import (
 // Each (state, key group) is bulk-loaded (see loader): its entries are
 // staged as the view is scanned and then placed into a fresh table sized
 // for them, with no incremental rehash and none of the per-write checks.
+// The key groups are loaded on Options.RestoreConcurrency goroutines (see
+// loadAll), each key group's states by one goroutine, and the new tables
+// are installed, and new states registered, only once every key group has
+// loaded: a Restore that fails changes nothing in the store.
 func (s *Store) Restore(src runtime.View) error {
 	if s.closed {
 		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
@@ -52,17 +60,144 @@ func (s *Store) Restore(src runtime.View) error {
 			}
 		}
 	}
-	ld := &loader{s: s}
-	for _, spec := range specs {
+	tabs, err := s.loadAll(src, specs, groups)
+	if err != nil {
+		return err
+	}
+	// Every key group loaded: install the tables.
+	for i, spec := range specs {
 		if _, ok := s.states[spec.Name]; !ok {
 			s.create(spec)
 		}
 		st := s.states[spec.Name]
 		for kg := range groups.All() {
-			if err := ld.load(st, kg, src); err != nil {
-				return fmt.Errorf("cow: restore: state %q, key group %d: %w", spec.Name, kg, err)
+			if t := tabs[(kg-groups.Start)*len(specs)+i]; t != nil {
+				st.tabs[kg-st.start] = t
 			}
 		}
+	}
+	return nil
+}
+
+// loadAll loads every state of specs in every key group of groups from src
+// and returns the new tables, the table of specs[i] in key group kg at
+// index (kg-groups.Start)*len(specs)+i, nil where src has no entries. It
+// touches nothing of the store but what it reads: its options, its
+// maxParallelism and its snapshot count (s.seq), which no one changes
+// while it runs.
+//
+// With a concurrency of 1, or a single key group, it loads the key groups
+// in order on the calling goroutine. Otherwise n workers, each with a
+// loader (staging buffers) of its own, take the key groups in order from
+// an atomic counter; a worker loads every state of its key group, so that
+// two Scans of one key group never overlap, as runtime.View requires. Each
+// worker writes only the tables of its key groups, which the caller reads
+// after wg.Wait. The first failure — a Scan's error, corruption, a panic
+// — sets the stop flag, which the other workers check before taking a key
+// group and at every entry (a Scan in progress then fails with
+// errRestoreStopped, which is not reported); loadAll waits for every worker
+// and returns that failure, or re-raises the panic on the caller's
+// goroutine, where the sequential path would have raised it.
+func (s *Store) loadAll(src runtime.View, specs []runtime.StateSpec, groups runtime.KeyGroupRange) ([]*table, error) {
+	ng := groups.Len()
+	tabs := make([]*table, ng*len(specs))
+	if len(tabs) == 0 {
+		return tabs, nil
+	}
+	slot := func(kg int) []*table {
+		i := (kg - groups.Start) * len(specs)
+		return tabs[i : i+len(specs) : i+len(specs)]
+	}
+	n := min(s.opts.RestoreConcurrency, ng)
+	if n <= 1 {
+		ld := &loader{s: s}
+		for kg := range groups.All() {
+			if err := ld.loadGroup(src, specs, kg, slot(kg)); err != nil {
+				return nil, err
+			}
+		}
+		return tabs, nil
+	}
+	var (
+		next  atomic.Int64 // the index in groups of the next key group to load
+		stop  atomic.Bool
+		mu    sync.Mutex
+		first error      // the first failure, guarded by mu
+		pan   *loadPanic // set with first if that failure is a panic
+		wg    sync.WaitGroup
+	)
+	fail := func(err error, p *loadPanic) {
+		mu.Lock()
+		if first == nil {
+			first, pan = err, p
+		}
+		mu.Unlock()
+		stop.Store(true)
+	}
+	for range n {
+		wg.Go(func() {
+			ld := &loader{s: s, stop: &stop}
+			kg := -1
+			defer func() {
+				if r := recover(); r != nil {
+					p := &loadPanic{kg: kg, val: r, stack: debug.Stack()}
+					fail(p.error(), p)
+				}
+			}()
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= ng {
+					return
+				}
+				kg = groups.Start + i
+				if err := ld.loadGroup(src, specs, kg, slot(kg)); err != nil {
+					if !errors.Is(err, errRestoreStopped) {
+						fail(err, nil)
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if pan != nil {
+		panic(pan.error())
+	}
+	if first != nil {
+		return nil, first
+	}
+	return tabs, nil
+}
+
+// errRestoreStopped fails the Scans of the other workers once one has
+// failed; it is never reported.
+var errRestoreStopped = errors.New("cow: restore stopped by a failure in another key group")
+
+// loadPanic is a panic of a Restore worker, carried to Restore's goroutine.
+type loadPanic struct {
+	kg    int
+	val   any
+	stack []byte
+}
+
+// error describes the panic; it wraps the panic's value if that is an
+// error.
+func (p *loadPanic) error() error {
+	if err, ok := p.val.(error); ok {
+		return fmt.Errorf("cow: restore: panic loading key group %d: %w\n%s", p.kg, err, p.stack)
+	}
+	return fmt.Errorf("cow: restore: panic loading key group %d: %v\n%s", p.kg, p.val, p.stack)
+}
+
+// loadGroup loads every state of specs in key group kg into out, one table
+// per state (nil where src has none of its entries).
+func (ld *loader) loadGroup(src runtime.View, specs []runtime.StateSpec, kg int, out []*table) error {
+	for i, spec := range specs {
+		t, err := ld.load(spec, kg, src)
+		if err != nil {
+			return fmt.Errorf("cow: restore: state %q, key group %d: %w", spec.Name, kg, err)
+		}
+		out[i] = t
 	}
 	return nil
 }
@@ -84,7 +219,8 @@ func (s *Store) Restore(src runtime.View) error {
 // next.
 type loader struct {
 	s     *Store
-	st    *state
+	stop  *atomic.Bool // set when another worker failed; nil on the sequential path
+	spec  runtime.StateSpec
 	t     *table
 	kg    int
 	buf   []byte      // staged keys, namespaces, values and list elements
@@ -104,21 +240,24 @@ type loadRun struct {
 	mainTarget uint64 // hash in the main table
 }
 
-func (ld *loader) load(st *state, kg int, src runtime.View) error {
-	ld.st, ld.kg = st, kg
-	ld.t = newTable(st.spec.Kind, &ld.s.opts, ld.s.seq)
+// load loads the entries of state spec in key group kg into a new table,
+// which it returns; nil if src has none.
+func (ld *loader) load(spec runtime.StateSpec, kg int, src runtime.View) (*table, error) {
+	ld.spec, ld.kg = spec, kg
+	ld.t = newTable(spec.Kind, &ld.s.opts, ld.s.seq)
 	ld.buf, ld.runs, ld.items = ld.buf[:0], ld.runs[:0], ld.items[:0]
-	if err := src.Scan(st.spec.Name, kg, ld.add); err != nil {
-		return err
+	if err := src.Scan(spec.Name, kg, ld.add); err != nil {
+		return nil, err
 	}
 	if len(ld.runs) == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := ld.build(); err != nil {
-		return err
+		return nil, err
 	}
-	st.tabs[kg-st.start] = ld.t
-	return nil
+	t := ld.t
+	ld.t = nil
+	return t, nil
 }
 
 func (ld *loader) bytes(b [2]int) []byte { return ld.buf[b[0]:b[1]:b[1]] }
@@ -131,7 +270,10 @@ func (ld *loader) stage(b []byte) [2]int {
 
 // add checks and stages one entry of the view.
 func (ld *loader) add(e runtime.Entry) error {
-	spec := ld.st.spec
+	if ld.stop != nil && ld.stop.Load() {
+		return errRestoreStopped
+	}
+	spec := ld.spec
 	if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
 		return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
 	}
@@ -180,7 +322,7 @@ func (ld *loader) add(e runtime.Entry) error {
 
 // build places every staged run into the new table.
 func (ld *loader) build() error {
-	t, spec := ld.t, ld.st.spec
+	t, spec := ld.t, ld.spec
 	count := len(ld.runs)
 	logcap := capFor(count)
 	if logcap > maxLogCap {
@@ -320,7 +462,7 @@ func probeFree(slabs [][]byte, r *htab, h uint64, key, ns []byte) (int, bool) {
 func (ld *loader) merge(r *loadRun, pos int) error {
 	t := ld.t
 	m := &t.main
-	switch ld.st.spec.Kind {
+	switch ld.spec.Kind {
 	case runtime.KindValue:
 		return fmt.Errorf("%w: two entries of key %x, namespace %x", runtime.ErrCorrupt, ld.bytes(r.key), ld.bytes(r.ns))
 	case runtime.KindList:
