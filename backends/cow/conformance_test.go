@@ -31,3 +31,10 @@ func TestConformance(t *testing.T) {
 func TestConformanceTinySlabsEagerCompaction(t *testing.T) {
 	storetest.Run(t, factory(cow.Options{MaxSlabSize: 1 << 10, CompactionMinGarbage: 1}))
 }
+
+// TestConformanceParallelRestore runs the suite with Restore loading on
+// four goroutines whatever GOMAXPROCS is (the default follows it, and is
+// 1 on one core).
+func TestConformanceParallelRestore(t *testing.T) {
+	storetest.Run(t, factory(cow.Options{RestoreConcurrency: 4}))
+}

@@ -46,14 +46,45 @@ func (v *entriesView) add(spec runtime.StateSpec, e runtime.Entry) {
 // from the same view.
 func TestRestoreLoadsMapsInAnyOrder(t *testing.T) {
 	const maxP = 4
-	r := rand.New(rand.NewPCG(5, 6))
+	v := mixedView(rand.New(rand.NewPCG(5, 6)), maxP, 60)
+	s, err := New(Options{StoreConfig: runtime.StoreConfig{MaxParallelism: maxP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: maxP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restore(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Restore(v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := storetest.Dump(mustSnapshot(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := storetest.Dump(mustSnapshot(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("the restored store differs from the model (-want +got):\n%s", d)
+	}
+}
+
+// mixedView returns a view of keys keys of every kind, keyed and
+// sub-keyed (three namespaces), with map entries shuffled so that no run
+// of a key stays whole, and lists of one to five elements.
+func mixedView(r *rand.Rand, maxP, keys int) *entriesView {
 	v := &entriesView{maxP: maxP, entries: make(map[string]map[int][]runtime.Entry)}
 	for _, kind := range []runtime.Kind{runtime.KindValue, runtime.KindList, runtime.KindMap, runtime.KindSortedMap} {
 		for _, sub := range []bool{false, true} {
 			spec := runtime.StateSpec{Name: fmt.Sprintf("%v-%v", kind, sub), Kind: kind, SubKeyed: sub}
 			v.specs = append(v.specs, spec)
 			var es []runtime.Entry
-			for k := range 60 {
+			for k := range keys {
 				var ns []byte
 				if sub {
 					ns = []byte{byte(k % 3)}
@@ -82,31 +113,7 @@ func TestRestoreLoadsMapsInAnyOrder(t *testing.T) {
 		}
 	}
 	slices.SortFunc(v.specs, func(a, b runtime.StateSpec) int { return cmpString(a.Name, b.Name) })
-	s, err := New(Options{StoreConfig: runtime.StoreConfig{MaxParallelism: maxP}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: maxP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Restore(v); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Restore(v); err != nil {
-		t.Fatal(err)
-	}
-	got, err := storetest.Dump(mustSnapshot(t, s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := storetest.Dump(mustSnapshot(t, m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Fatalf("the restored store differs from the model (-want +got):\n%s", d)
-	}
+	return v
 }
 
 func mustSnapshot(t *testing.T, s runtime.Store) runtime.Snapshot {
