@@ -199,6 +199,23 @@
 // that are not consecutive, two entries of one map user key — fails with
 // runtime.ErrCorrupt rather than dropping an entry.
 //
+// The key groups load in parallel: Options.RestoreConcurrency workers
+// (default GOMAXPROCS, at most 8; 1 loads on the calling goroutine) take
+// the key groups in order from an atomic counter, and each loads every
+// restored state of its key group with staging buffers of its own, so
+// two Scans of one key group never overlap, as runtime.View requires. A
+// table being loaded belongs to its worker alone; the store is only read
+// (options, maxParallelism, snapshot count), and the new tables are
+// installed, and the View's new states registered, on the calling
+// goroutine once every key group has loaded. The first failure — a Scan's
+// error, corruption, ErrTooLarge — stops the other workers (their Scans
+// fail at the next entry, and no key group is handed out after it);
+// Restore waits for every worker and returns that error, or re-raises on
+// its own goroutine a panic raised in a worker. So a Restore that fails
+// leaves the store exactly as it was — no new state, no loaded entry —
+// and no goroutine behind, and the store may be restored again (the Store
+// contract only promises an unspecified content after an error).
+//
 // Every Snapshot must be released. LiveSnapshots reports how many are not,
 // and a snapshot that is garbage-collected unreleased is released by a
 // runtime cleanup and reported to Options.OnLeakedSnapshot, so a leak
