@@ -133,6 +133,9 @@ func (s *Store) loadAll(src runtime.View, specs []runtime.StateSpec, groups runt
 		}
 		mu.Unlock()
 		stop.Store(true)
+		if s.testLoadFailed != nil {
+			s.testLoadFailed()
+		}
 	}
 	for range n {
 		wg.Go(func() {

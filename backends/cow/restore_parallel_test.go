@@ -106,22 +106,22 @@ var errScanFailed = errors.New("test: scan failed")
 
 // failingView scans its view, except that the Scan of key group failKG
 // fails with errScanFailed (or panics, if panics) after failAfter entries,
-// and the Scans of the other key groups wait until it has failed before
-// they call fn. It records the errors fn returned to the waiting Scans.
+// and the Scans of the other key groups wait until failed is closed — by
+// the store's testLoadFailed hook, once the failure has stopped the
+// workers — before they call fn. It records the errors fn returned to the
+// waiting Scans.
 type failingView struct {
 	*exclusiveView
 	failKG    int
 	failAfter int
 	panics    bool
 	failed    chan struct{}
-	once      sync.Once
 	mu        sync.Mutex
 	late      []error // what fn returned to the first entry of each waiting Scan
 }
 
 func (v *failingView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
 	if kg == v.failKG {
-		defer v.once.Do(func() { close(v.failed) })
 		n := 0
 		return v.exclusiveView.Scan(state, kg, func(e runtime.Entry) error {
 			if n == v.failAfter {
@@ -182,6 +182,8 @@ func TestFailedRestoreChangesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 				fv := &failingView{exclusiveView: newExclusiveView(t, v), failKG: 0, failAfter: 3, panics: panics, failed: make(chan struct{})}
+				var once sync.Once
+				s.testLoadFailed = func() { once.Do(func() { close(fv.failed) }) }
 				err = restoreRecover(s, fv)
 				if !errors.Is(err, errScanFailed) {
 					t.Fatalf("Restore = %v, want errScanFailed", err)

@@ -24,6 +24,9 @@ type Store struct {
 	// snapshots, which decrement it from any goroutine.
 	live *atomic.Int64
 	seq  uint64
+	// testLoadFailed, if set (by tests), is called by a parallel Restore
+	// once a worker's failure has stopped the others.
+	testLoadFailed func()
 }
 
 var _ runtime.Store = (*Store)(nil)
