@@ -92,8 +92,8 @@ func (s *Store) Restore(src runtime.View) error {
 // an atomic counter; a worker loads every state of its key group, so that
 // two Scans of one key group never overlap, as runtime.View requires. Each
 // worker writes only the tables of its key groups, which the caller reads
-// after wg.Wait. The first failure — a Scan's error, corruption, a panic
-// — sets the stop flag, which the other workers check before taking a key
+// after wg.Wait. The first failure — a Scan's error, corruption, a panic,
+// a Scan that ends the goroutine with runtime.Goexit — sets the stop flag, which the other workers check before taking a key
 // group and at every entry (a Scan in progress then fails with
 // errRestoreStopped, which is not reported); loadAll waits for every worker
 // and returns that failure, or re-raises the panic on the caller's
@@ -141,25 +141,29 @@ func (s *Store) loadAll(src runtime.View, specs []runtime.StateSpec, groups runt
 		wg.Go(func() {
 			ld := &loader{s: s, stop: &stop}
 			kg := -1
+			exited := true // until the loop ends: a Scan that calls runtime.Goexit skips it
 			defer func() {
 				if r := recover(); r != nil {
 					p := &loadPanic{kg: kg, val: r, stack: debug.Stack()}
 					fail(p.error(), p)
+				} else if exited {
+					fail(fmt.Errorf("cow: restore: key group %d: the View's Scan exited the loading goroutine (runtime.Goexit)", kg), nil)
 				}
 			}()
 			for !stop.Load() {
 				i := int(next.Add(1) - 1)
 				if i >= ng {
-					return
+					break
 				}
 				kg = groups.Start + i
 				if err := ld.loadGroup(src, specs, kg, slot(kg)); err != nil {
 					if !errors.Is(err, errRestoreStopped) {
 						fail(err, nil)
 					}
-					return
+					break
 				}
 			}
+			exited = false
 		})
 	}
 	wg.Wait()

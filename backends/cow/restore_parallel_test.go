@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -238,4 +239,33 @@ func restoreRecover(s *Store, v runtime.View) (err error) {
 		}
 	}()
 	return s.Restore(v)
+}
+
+// goexitView's Scan of key group 1 ends its goroutine with runtime.Goexit,
+// as a test helper's t.FailNow would.
+type goexitView struct{ runtime.View }
+
+func (v goexitView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	if kg == 1 {
+		goruntime.Goexit()
+	}
+	return v.View.Scan(state, kg, fn)
+}
+
+// TestParallelRestoreReportsGoexit checks that a worker whose Scan ends its
+// goroutine fails the Restore instead of leaving its key group unloaded.
+func TestParallelRestoreReportsGoexit(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const maxP = 4
+	s, err := New(Options{StoreConfig: runtime.StoreConfig{MaxParallelism: maxP}, RestoreConcurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Restore(goexitView{mixedView(rand.New(rand.NewPCG(1, 1)), maxP, 20)})
+	if err == nil || !strings.Contains(err.Error(), "key group 1") || !strings.Contains(err.Error(), "Goexit") {
+		t.Fatalf("Restore = %v, want an error naming key group 1 and Goexit", err)
+	}
+	if len(s.States()) != 0 {
+		t.Errorf("a failed Restore registered states %v", s.States())
+	}
 }
