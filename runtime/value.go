@@ -46,8 +46,23 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 // get decodes the value of (k, n) into *dst and reports whether it exists;
 // *dst is left alone if it does not. (Writing through dst rather than
 // returning a V keeps a large V from being copied through every frame.)
+//
+// It builds the Key itself, as handle.key does, rather than calling key:
+// a Key is eight words, which the compiler keeps in memory, and one
+// returned by value is copied with wide moves that cannot be forwarded
+// from the stores that made it. A Get is the most frequent operation, and
+// on a table larger than the cache its cost is in how many lookups the
+// processor overlaps; the call and the copies cost about 10% of it at 1M
+// keys (benchmarks.BenchmarkValueGet, backend=cow).
 func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
-	b, ok, err := h.st.Get(h.key(k, n))
+	buf := h.kc.AppendKey(h.buf[:0], k)
+	kl := len(buf)
+	if h.nc != nil {
+		buf = h.nc.AppendKey(buf, n)
+	}
+	h.buf = buf
+	hash := HashKey(buf[:kl])
+	b, ok, err := h.st.Get(Key{Group: KeyGroupOfHash(hash, h.maxP), Hash: hash, Key: buf[:kl:kl], Namespace: buf[kl:len(buf):len(buf)]})
 	if err != nil {
 		return false, h.errorf("get", err)
 	}
