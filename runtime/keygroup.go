@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"fmt"
 	"iter"
+	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -22,8 +24,49 @@ const UpperBoundMaxParallelism = 1 << 15
 // in every process, on every machine and in every version of stategen;
 // checkpoints depend on it. Backends may reuse it for their own lookups so
 // that an operation hashes its key once.
+//
+// Keys shorter than 32 bytes — int64 keys, UUIDs, most strings — are hashed
+// here, in Go: XXH64 of such a key is a few multiplies, and a call to
+// xxhash.Sum64's assembly costs as much again in argument passing on the
+// stack. Longer keys go to xxhash.Sum64. TestHashKeyIsXXH64 holds the two
+// paths to the same values.
 func HashKey(encodedKey []byte) uint64 {
-	return xxhash.Sum64(encodedKey)
+	if len(encodedKey) >= 32 {
+		return xxhash.Sum64(encodedKey)
+	}
+	return xxh64Short(encodedKey)
+}
+
+// The primes of XXH64.
+const (
+	xxPrime1 uint64 = 0x9E3779B185EBCA87
+	xxPrime2 uint64 = 0xC2B2AE3D27D4EB4F
+	xxPrime3 uint64 = 0x165667B19E3779F9
+	xxPrime4 uint64 = 0x85EBCA77C2B2AE63
+	xxPrime5 uint64 = 0x27D4EB2F165667C5
+)
+
+// xxh64Short is XXH64 with seed 0 of b, len(b) < 32: the algorithm's path
+// for inputs without a full 32-byte stripe, then its final avalanche.
+func xxh64Short(b []byte) uint64 {
+	h := xxPrime5 + uint64(len(b))
+	for ; len(b) >= 8; b = b[8:] {
+		k := bits.RotateLeft64(binary.LittleEndian.Uint64(b)*xxPrime2, 31) * xxPrime1
+		h = bits.RotateLeft64(h^k, 27)*xxPrime1 + xxPrime4
+	}
+	if len(b) >= 4 {
+		h = bits.RotateLeft64(h^uint64(binary.LittleEndian.Uint32(b))*xxPrime1, 23)*xxPrime2 + xxPrime3
+		b = b[4:]
+	}
+	for _, c := range b {
+		h = bits.RotateLeft64(h^uint64(c)*xxPrime5, 11) * xxPrime1
+	}
+	h ^= h >> 33
+	h *= xxPrime2
+	h ^= h >> 29
+	h *= xxPrime3
+	h ^= h >> 32
+	return h
 }
 
 // KeyGroupOfHash returns the key group of a key whose HashKey is hash. It does

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // TestHashKeyIsXXH64Seed0 checks HashKey against published XXH64 (seed 0)
@@ -234,6 +236,24 @@ func TestKeyGroupOfHashFastPathEqualsModulo(t *testing.T) {
 		}
 		if got, want := KeyGroupOfHash(h, m), int(h%uint64(m)); got != want {
 			t.Fatalf("KeyGroupOfHash(%#x, %d) = %d, want %d", h, m, got, want)
+		}
+	}
+}
+
+// TestHashKeyIsXXH64 checks HashKey against xxhash.Sum64, the definition of
+// the stable hash, for every length around the short-key path's limit and
+// random contents: a difference would move keys to other key groups.
+func TestHashKeyIsXXH64(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for n := range 80 {
+		for range 200 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			if got, want := HashKey(b), xxhash.Sum64(b); got != want {
+				t.Fatalf("HashKey(%x) = %#x, xxhash.Sum64 %#x", b, got, want)
+			}
 		}
 	}
 }
