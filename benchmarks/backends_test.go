@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/stategen/stategen/backends/btree"
@@ -290,6 +291,11 @@ func (f *fixture) build(b *testing.B) {
 	if f.fill != nil {
 		f.fill(b, load(b), t, f.n)
 	}
+	// Measure from a settled heap: a GC cycle that the fill (or the
+	// previous fixture's garbage) started would otherwise mark into the
+	// measured loop, on the other core and through write barriers, and
+	// charge one backend for another's garbage.
+	goruntime.GC()
 }
 
 // drop closes the target and deletes its files.

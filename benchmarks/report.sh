@@ -15,8 +15,8 @@ export STATEGEN_BENCH_KEYS="${STATEGEN_BENCH_KEYS:-1M}"
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(ops memory rescale-codec checkpoint)
 
-bench() { # bench OUTFILE REGEXP
-	go test -run='^$' -bench="$2" -benchmem -count 6 -benchtime=100ms -timeout 120m ./benchmarks |
+bench() { # bench OUTFILE REGEXP [BENCHTIME]
+	go test -run='^$' -bench="$2" -benchmem -count 6 -benchtime="${3:-100ms}" -timeout 120m ./benchmarks |
 		tee "benchmarks/results/$1.txt"
 }
 
@@ -26,7 +26,8 @@ for r in "${runs[@]}"; do
 	# Memory in a process of its own: a GC cycle costs what the whole heap holds.
 	memory) bench memory '^Benchmark(HeapPerEntry|GCCycle)$' ;;
 	rescale-codec) bench rescale-codec '^Benchmark(Rescale|Codec)' ;;
-	checkpoint) bench checkpoint '^BenchmarkCheckpoint(Write|Restore|RestoreQuarter)$' ;;
+	# A restore takes ~0.1-0.7 s: 1s gives each sample a few of them.
+	checkpoint) bench checkpoint '^BenchmarkCheckpoint(Write|Restore|RestoreQuarter)$' 1s ;;
 	*)
 		echo "report.sh: unknown run $r (want ops, memory, rescale-codec or checkpoint)" >&2
 		exit 2
