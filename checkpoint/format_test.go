@@ -374,18 +374,7 @@ func TestGoldenFileV2(t *testing.T) {
 		t.Errorf("the pipelined writer's bytes differ from the sequential writer's\npipelined  %x\nsequential %x", pipelined.Bytes(), got)
 	}
 	path := filepath.Join("testdata", "v2-small.sgc")
-	if *checkpoint.UpdateTestdata {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the writer's bytes differ from %s: the v2 format changed\ngot  %x\nwant %x", path, got, want)
-	}
+	want := checkGolden(t, path, got)
 	fv, err := checkpoint.OpenFile(path, bytes.NewReader(want), int64(len(want)))
 	if err != nil {
 		t.Fatal(err)

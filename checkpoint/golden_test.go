@@ -60,23 +60,7 @@ func TestGoldenCheckpointV2(t *testing.T) {
 	writeGoldenCheckpoint(t, s)
 	dir := filepath.Join("testdata", "v2-checkpoint", goldenCheckpoint)
 	for _, name := range append([]string{checkpoint.MetadataName}, goldenFiles...) {
-		got := readObject(t, s, goldenCheckpoint, name)
-		path := filepath.Join(dir, name)
-		if *checkpoint.UpdateTestdata {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("the writer's %s differs from %s: the v2 format changed\ngot  %q\nwant %q", name, path, got, want)
-		}
+		checkGolden(t, filepath.Join(dir, name), readObject(t, s, goldenCheckpoint, name))
 	}
 	m := checkGoldenCheckpoint(t, "v2-checkpoint", 2)
 	for i, in := range m.Operators[0].Instances {
@@ -197,4 +181,27 @@ func TestFormatVersionOfFileAndMetadataDisagree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkGolden compares got, what the writer produced, with the golden file
+// at path, which -update first rewrites with got, and returns the file's
+// bytes.
+func checkGolden(t *testing.T, path string, got []byte) []byte {
+	t.Helper()
+	if *checkpoint.UpdateTestdata {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the writer's bytes differ from %s: the format changed\ngot  %q\nwant %q", path, got, want)
+	}
+	return want
 }
