@@ -56,6 +56,8 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 // for keyed states. Further appends to h.buf (a user key) must use h.buf
 // past len(key.Key)+len(key.Namespace) and must not grow the slices the Key
 // holds: the Key's slices are capped so that appending elsewhere is safe.
+// valueHandle.get builds its Key with these same lines, in its own frame
+// (see there why): a change here must be made there too.
 func (h *handle[K, N]) key(k K, n N) Key {
 	buf := h.kc.AppendKey(h.buf[:0], k)
 	kl := len(buf)
