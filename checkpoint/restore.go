@@ -65,26 +65,26 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 		return nil, err
 	}
 	f.closer = obj
-	mismatch := func(format string, args ...any) error {
+	// reject closes the file and reports it as corrupt at offset, in the
+	// metadata's field (the file's entry, or one of its fields).
+	reject := func(offset int64, field, reason string) error {
 		_ = obj.Close()
-		return &FileError{Path: path, Offset: 0, Field: field, Err: ErrCorrupt,
-			Reason: "the file disagrees with the metadata: " + fmt.Sprintf(format, args...)}
+		return &FileError{Path: path, Offset: offset, Field: field, Err: ErrCorrupt, Reason: reason}
+	}
+	mismatch := func(format string, args ...any) error {
+		return reject(0, field, "the file disagrees with the metadata: "+fmt.Sprintf(format, args...))
 	}
 	// The tag tells a file of another checkpoint — the same job's previous
 	// one, whose file has the same size, key groups, states and entry
 	// count and only other values — from this checkpoint's, without
 	// reading more than the header.
 	if int(f.version) != r.meta.FormatVersion {
-		_ = obj.Close()
-		return nil, &FileError{Path: path, Offset: 8, Field: field, Err: ErrCorrupt,
-			Reason: fmt.Sprintf("the file is format version %d, the metadata version %d: the file belongs to another checkpoint",
-				f.version, r.meta.FormatVersion)}
+		return nil, reject(8, field, fmt.Sprintf("the file is format version %d, the metadata version %d: the file belongs to another checkpoint",
+			f.version, r.meta.FormatVersion))
 	}
 	if f.tag != in.File.Tag {
-		_ = obj.Close()
-		return nil, &FileError{Path: path, Offset: 24, Field: field + ".tag", Err: ErrCorrupt,
-			Reason: fmt.Sprintf("the file's tag is %08x, the metadata's %08x: the file belongs to another checkpoint (or was written again)",
-				f.tag, in.File.Tag)}
+		return nil, reject(24, field+".tag", fmt.Sprintf("the file's tag is %08x, the metadata's %08x: the file belongs to another checkpoint (or was written again)",
+			f.tag, in.File.Tag))
 	}
 	if f.maxP != op.MaxParallelism || f.kgs != in.KeyGroups {
 		return nil, mismatch("maxParallelism %d and key groups %v, the metadata says %d and %v",
