@@ -32,6 +32,7 @@ type Recovery struct {
 type pending struct {
 	id           CheckpointID
 	opts         Options
+	request      RequestID // the on-demand request it answers; zero if none
 	triggeredAt  time.Time
 	deadline     time.Time
 	participants []ParticipantID // sorted
@@ -78,6 +79,9 @@ type Core struct {
 	periodicQueued bool      // a due periodic trigger waits for a free slot or for ids
 	idWait         bool      // ... for ids: it was refused with RefusedNoIDs
 	lastCompletion time.Time
+
+	requests    []RequestID // on-demand requests waiting for a slot or for ids, oldest first
+	lastRequest RequestID
 
 	failures     failureCounter
 	retained     []Checkpoint // ascending ids
@@ -137,6 +141,9 @@ func New(cfg Config, start time.Time, rec Recovery) (*Core, error) {
 			cp.Participants[j].Payload.Files = files
 		}
 		slices.SortFunc(cp.Participants, func(a, b ParticipantState) int { return cmp.Compare(a.Participant, b.Participant) })
+		if err := checkCoverage(cp.Participants); err != nil {
+			return bad("%v", err)
+		}
 		retained[i] = cp
 		c.nextID = max(c.nextID, cp.ID+1)
 		c.lastNotified = cp.ID
@@ -210,7 +217,52 @@ func (c *Core) RequestSavepoint(now time.Time, location string) (CheckpointID, e
 		c.maybeReserve(true)
 		return 0, ErrNoIDs
 	}
-	return c.trigger(Options{Savepoint: true, Location: location}), nil
+	return c.trigger(Options{Savepoint: true, Location: location}, 0), nil
+}
+
+// RequestID identifies an on-demand checkpoint request (see
+// RequestCheckpoint). The first is 1.
+type RequestID uint64
+
+// MaxQueuedRequests bounds the on-demand requests that may wait for a
+// slot at once (Flink's bound on queued checkpoint requests).
+const MaxQueuedRequests = 1000
+
+// RequestCheckpoint asks for a regular checkpoint now, outside the periodic
+// schedule — to checkpoint the final state of a job, say — and returns the
+// request's id. The checkpoint is an ordinary one in every other respect:
+// it is retained, subsumes and may be subsumed, notified, and its failures
+// count. It is not held back by MinPause, but it is by MaxConcurrent, like
+// Flink's manual trigger: while MaxConcurrent checkpoints are pending the
+// request waits, and is triggered as soon as one ends, before a waiting
+// periodic trigger; requests are served in order. It also waits while no
+// checkpoint id is reserved (a Reserve is asked for at once).
+//
+// The Trigger decision that starts the checkpoint carries the request's id
+// (Trigger.Request), and so does its Record; a request dropped without a
+// checkpoint — the Core shut down, every participant left, or the id
+// reservation it waited for failed — comes back as a Refused decision with
+// the request's id. The request is refused at once if the Core is shut
+// down (ErrShutdown, wrapping the terminal error if the job failed), has no
+// participant (ErrNoParticipants), or MaxQueuedRequests requests already
+// wait (ErrTooManyRequests).
+func (c *Core) RequestCheckpoint(now time.Time) (RequestID, error) {
+	c.advance(now)
+	defer c.afterStep()
+	switch {
+	case c.shutdown:
+		if c.err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrShutdown, c.err)
+		}
+		return 0, ErrShutdown
+	case len(c.participants) == 0:
+		return 0, ErrNoParticipants
+	case len(c.requests) >= MaxQueuedRequests:
+		return 0, fmt.Errorf("%w (%d)", ErrTooManyRequests, len(c.requests))
+	}
+	c.lastRequest++
+	c.requests = append(c.requests, c.lastRequest)
+	return c.lastRequest, nil
 }
 
 // Ack delivers participant from's acknowledgement of checkpoint id with its
@@ -257,6 +309,10 @@ func (c *Core) Ack(now time.Time, id CheckpointID, from ParticipantID, payload P
 	c.ref(files)
 	p.acks[from] = ParticipantState{Participant: from, AckedAt: c.now, Payload: payload}
 	if len(p.acks) == len(p.participants) {
+		if err := checkCoverage(p.checkpoint().Participants); err != nil {
+			c.abort(p, AbortIncomplete, "", fmt.Errorf("checkpoint %d: %w", id, err))
+			return MessageAccepted, nil
+		}
 		p.fullyAcked = true
 		p.ackedAt = c.now
 	}
@@ -355,6 +411,9 @@ func (c *Core) ReserveResult(now time.Time, limit CheckpointID, err error) error
 		return nil
 	}
 	c.reserveErr = true
+	if !c.canIssue() {
+		c.refuseRequests(RefusedNoIDs)
+	}
 	if c.idWait && !c.shutdown {
 		c.idWait, c.periodicQueued = false, false
 		c.nextTrigger = c.now.Add(c.cfg.Interval)
@@ -498,6 +557,7 @@ func (c *Core) advance(now time.Time) {
 // when to Tick next.
 func (c *Core) afterStep() {
 	c.startFinalize()
+	c.maybeTriggerRequested()
 	c.maybeTriggerPeriodic()
 	c.maybeReserve(false)
 	c.emitSchedule()
@@ -588,15 +648,46 @@ func (c *Core) maybeTriggerPeriodic() {
 		return
 	}
 	c.periodicQueued, c.idWait = false, false
-	c.trigger(Options{})
+	c.trigger(Options{}, 0)
 	c.nextTrigger = c.now.Add(c.cfg.Interval)
 }
 
-// trigger starts a checkpoint with the current participants.
-func (c *Core) trigger(opts Options) CheckpointID {
+// maybeTriggerRequested triggers the waiting on-demand requests, oldest
+// first, while there is a free slot and an id for them.
+func (c *Core) maybeTriggerRequested() {
+	for len(c.requests) > 0 && !c.shutdown {
+		if len(c.participants) == 0 {
+			c.refuseRequests(RefusedNoParticipants)
+			return
+		}
+		if len(c.pending) >= c.cfg.MaxConcurrent {
+			return
+		}
+		if !c.canIssue() {
+			c.maybeReserve(true)
+			return
+		}
+		r := c.requests[0]
+		c.requests = slices.Delete(c.requests, 0, 1)
+		c.trigger(Options{}, r)
+	}
+}
+
+// refuseRequests drops every waiting on-demand request.
+func (c *Core) refuseRequests(reason RefuseReason) {
+	for _, r := range c.requests {
+		c.emit(Refused{Reason: reason, Request: r})
+	}
+	c.requests = nil
+}
+
+// trigger starts a checkpoint with the current participants, answering
+// on-demand request req (zero for none).
+func (c *Core) trigger(opts Options, req RequestID) CheckpointID {
 	p := &pending{
 		id:           c.nextID,
 		opts:         opts,
+		request:      req,
 		triggeredAt:  c.now,
 		deadline:     c.now.Add(c.cfg.Timeout),
 		participants: c.Participants(),
@@ -611,6 +702,7 @@ func (c *Core) trigger(opts Options) CheckpointID {
 		At:           p.triggeredAt,
 		Deadline:     p.deadline,
 		Participants: p.participants,
+		Request:      req,
 	})
 	return p.id
 }
@@ -637,11 +729,13 @@ func (c *Core) complete(p *pending) {
 	cp := p.checkpoint()
 	c.lastCompletion = c.now
 	c.failures.success(p.id)
-	c.emit(Report{Record: c.record(p, StatusCompleted, nil)})
+	rec := c.record(p, StatusCompleted, nil)
+	c.emit(Report{Record: rec})
 	if p.opts.Savepoint {
 		// The user owns the savepoint's files from now on.
 		c.unrefAll(cp.Participants)
 		c.savepoints[p.id] = struct{}{}
+		c.emit(NotifyComplete{ID: p.id, Savepoint: true, Final: rec.Final, Participants: p.participants})
 		return
 	}
 	c.retained = append(c.retained, cp)
@@ -657,7 +751,7 @@ func (c *Core) complete(p *pending) {
 	}
 	if p.id > c.lastNotified {
 		c.lastNotified = p.id
-		c.emit(NotifyComplete{ID: p.id, Participants: p.participants})
+		c.emit(NotifyComplete{ID: p.id, Final: rec.Final, Participants: p.participants})
 	}
 }
 
@@ -701,6 +795,10 @@ func (c *Core) stop(cause error) {
 		return
 	}
 	c.shutdown = true
+	if c.periodicQueued || !c.nextTrigger.IsZero() {
+		c.emit(Refused{Reason: RefusedShutdown})
+	}
+	c.refuseRequests(RefusedShutdown)
 	c.periodicQueued, c.idWait = false, false
 	c.nextTrigger = time.Time{}
 	for _, p := range slices.Clone(c.pending) {
@@ -723,8 +821,10 @@ func (c *Core) record(p *pending, status Status, err *AbortError) Record {
 		Status:      status,
 		TriggeredAt: p.triggeredAt,
 		EndedAt:     c.now,
+		Request:     p.request,
 		Err:         err,
 	}
+	r.Final = len(p.acks) == len(p.participants)
 	for _, id := range p.participants {
 		ps := ParticipantStats{Participant: id}
 		if a, ok := p.acks[id]; ok {
@@ -733,7 +833,9 @@ func (c *Core) record(p *pending, status Status, err *AbortError) Record {
 			ps.SyncDuration = a.Payload.SyncDuration
 			ps.AsyncDuration = a.Payload.AsyncDuration
 			ps.Bytes = a.Payload.Bytes
+			ps.Finished = a.Payload.Finished
 			r.Bytes += a.Payload.Bytes
+			r.Final = r.Final && a.Payload.Finished
 		}
 		r.Participants = append(r.Participants, ps)
 	}

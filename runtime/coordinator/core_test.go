@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stategen/stategen/runtime"
 )
 
 func TestConfigDefaultsAreFlinks(t *testing.T) {
@@ -172,6 +174,8 @@ func TestRecoveryRejectsBadInput(t *testing.T) {
 		"id too large":               {Retained: []Checkpoint{{ID: MaxID}}},
 		"counter large":              {NextID: MaxID},
 		"limit without reservations": {IDLimit: 10},
+		"not covering": {Retained: []Checkpoint{{ID: 2, Participants: []ParticipantState{{Participant: "a", Payload: Payload{
+			KeyGroups: KeyGroups{Operator: "op", MaxParallelism: 128, Range: runtime.KeyGroupRange{Start: 0, End: 64}}}}}}}},
 	} {
 		if _, err := New(cfg, t0, rec); !errors.Is(err, ErrInvalidRecovery) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecovery", name, err)

@@ -218,6 +218,13 @@ func (h *harness) run(line string) ([]string, error) {
 		} else {
 			res = append(res, fmt.Sprintf("id %d", id))
 		}
+	case "request":
+		r, err := h.c.RequestCheckpoint(h.now)
+		if err != nil {
+			res = append(res, "error: "+err.Error())
+		} else {
+			res = append(res, fmt.Sprintf("request %d", r))
+		}
 	case "ack":
 		id, err := a.id(0)
 		if err != nil {
@@ -245,6 +252,14 @@ func (h *harness) run(line string) ([]string, error) {
 		if pl.AsyncDuration, err = a.duration("async", 0); err != nil {
 			return nil, err
 		}
+		if kg, ok := a.kv["kg"]; ok {
+			// kg=operator:start-end/maxParallelism
+			if _, err := fmt.Sscanf(strings.Replace(kg, ":", " ", 1), "%s %d-%d/%d", &pl.KeyGroups.Operator,
+				&pl.KeyGroups.Range.Start, &pl.KeyGroups.Range.End, &pl.KeyGroups.MaxParallelism); err != nil {
+				return nil, fmt.Errorf("kg=%s: want operator:start-end/maxParallelism: %v", kg, err)
+			}
+		}
+		pl.Finished = slices.Contains(a.pos, "finished")
 		r, err := h.c.Ack(h.now, id, ParticipantID(p), pl)
 		res = append(res, r.String())
 		if err != nil {
@@ -356,8 +371,12 @@ func (h *harness) state() []string {
 	out = append(out, fmt.Sprintf("next-deadline=%s participants=%s failures=%d", dl, joinIDs(c.Participants()), c.failures.count))
 	st := c.Stats()
 	n := st.Counts()
-	out = append(out, fmt.Sprintf("stats: triggered=%d completed=%d failed=%d in-progress=%d refused=%d",
-		n.Triggered, n.Completed, n.Failed, n.InProgress(), n.Refused))
+	line = fmt.Sprintf("stats: triggered=%d completed=%d failed=%d in-progress=%d refused=%d",
+		n.Triggered, n.Completed, n.Failed, n.InProgress(), n.Refused)
+	if n.NotReady > 0 {
+		line += fmt.Sprintf(" not-ready=%d", n.NotReady)
+	}
+	out = append(out, line)
 	if err := c.Err(); err != nil {
 		out = append(out, "err: "+err.Error())
 	}
@@ -386,7 +405,11 @@ func formatDecision(d Decision) string {
 		if d.Options.Savepoint {
 			kind = "savepoint:" + d.Options.Location
 		}
-		return fmt.Sprintf("trigger %d %s at=%s deadline=%s to=%s", d.ID, kind, rel(d.At), rel(d.Deadline), joinIDs(d.Participants))
+		s := fmt.Sprintf("trigger %d %s at=%s deadline=%s to=%s", d.ID, kind, rel(d.At), rel(d.Deadline), joinIDs(d.Participants))
+		if d.Request != 0 {
+			s += fmt.Sprintf(" request=%d", d.Request)
+		}
+		return s
 	case Finalize:
 		s := fmt.Sprintf("finalize %d", d.Checkpoint.ID)
 		if d.Checkpoint.Options.Savepoint {
@@ -413,7 +436,14 @@ func formatDecision(d Decision) string {
 		}
 		return s
 	case NotifyComplete:
-		return fmt.Sprintf("notify-complete %d to=%s", d.ID, joinIDs(d.Participants))
+		s := fmt.Sprintf("notify-complete %d", d.ID)
+		if d.Savepoint {
+			s += " savepoint"
+		}
+		if d.Final {
+			s += " final"
+		}
+		return s + " to=" + joinIDs(d.Participants)
 	case NotifyAborted:
 		return fmt.Sprintf("notify-aborted %d to=%s: %v", d.ID, joinIDs(d.Participants), d.Err)
 	case Schedule:
@@ -422,6 +452,9 @@ func formatDecision(d Decision) string {
 		return fmt.Sprintf("reserve ids below %d", d.Limit)
 	case Refused:
 		s := "refused " + d.Reason.String()
+		if d.Request != 0 {
+			s += fmt.Sprintf(" request=%d", d.Request)
+		}
 		if !d.RetryAt.IsZero() {
 			s += " retry=" + rel(d.RetryAt)
 		}
@@ -444,8 +477,14 @@ func formatDecision(d Decision) string {
 		if r.Bytes > 0 {
 			s += fmt.Sprintf(" bytes=%d", r.Bytes)
 		}
+		if r.Final {
+			s += " final"
+		}
 		if r.Err != nil {
 			s += " (" + r.Err.Reason.String() + ")"
+			if r.Err.Reason == AbortIncomplete {
+				s += ": " + r.Err.Cause.Error()
+			}
 		}
 		return s
 	}

@@ -29,6 +29,10 @@ type Trigger struct {
 	// Participants are the participants to trigger, sorted; the checkpoint
 	// completes when all of them have acknowledged.
 	Participants []ParticipantID
+	// Request is the on-demand request this checkpoint answers (see
+	// Core.RequestCheckpoint); zero for periodic checkpoints and
+	// savepoints.
+	Request RequestID
 }
 
 // Finalize asks the driver to write the checkpoint's top-level metadata
@@ -105,13 +109,25 @@ type Discard struct {
 
 // NotifyComplete asks the driver to tell Participants that checkpoint ID
 // completed: they may now commit side effects up to it (a source commits
-// its offsets). Ids of successive NotifyComplete decisions strictly
-// increase; a participant may miss one, and a higher id implies the lower
-// ones. Savepoints are not notified: they are not part of the job's
-// recovery lineage, so committing on them could lose data.
+// its offsets). Ids of successive NotifyComplete decisions of checkpoints
+// strictly increase; a participant may miss one, and a higher id implies
+// the lower ones.
+//
+// A savepoint's completion is notified too, with Savepoint set. It implies
+// nothing about other checkpoints, and its id is not ordered with theirs:
+// a savepoint is not part of the job's recovery lineage — after a crash
+// the job restores its latest checkpoint, which may be older — so a
+// participant commits side effects on a savepoint only when the job stops
+// on it.
 type NotifyComplete struct {
-	// ID is the completed checkpoint.
+	// ID is the completed checkpoint or savepoint.
 	ID CheckpointID
+	// Savepoint reports whether it is a savepoint.
+	Savepoint bool
+	// Final reports that every participant had finished (Payload.Finished)
+	// when it snapshotted: the checkpoint holds the job's final state, and
+	// the participants may stop.
+	Final bool
 	// Participants are the checkpoint's participants; some may have left
 	// since, and the driver skips those.
 	Participants []ParticipantID
@@ -150,14 +166,23 @@ type Reserve struct {
 	Limit CheckpointID
 }
 
-// Refused reports that a due periodic trigger did not start a checkpoint.
+// Refused reports that a due periodic trigger did not start a checkpoint,
+// or, with Request set, that an on-demand request was dropped without a
+// checkpoint: the Core shut down (RefusedShutdown), the participants left
+// (RefusedNoParticipants), or the reservation of an id failed
+// (RefusedNoIDs). A request that merely waits for a free slot or for ids
+// is not refused. When the Core shuts down, the periodic trigger is
+// refused once with RefusedShutdown.
 type Refused struct {
 	// Reason is why.
 	Reason RefuseReason
 	// RetryAt is when the periodic trigger is due again; zero for
 	// RefusedTooManyPending, where it fires as soon as a pending checkpoint
-	// finishes, and for RefusedShutdown.
+	// finishes, for RefusedShutdown, and for requests.
 	RetryAt time.Time
+	// Request is the on-demand request dropped; zero for the periodic
+	// trigger.
+	Request RequestID
 }
 
 // Fail reports that the job must fail: its consecutive checkpoint failures

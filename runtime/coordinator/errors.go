@@ -78,6 +78,16 @@ var (
 	ErrFinalizeFailed = errors.New("coordinator: checkpoint finalization failed")
 	// ErrParticipantLost: a participant left before acknowledging.
 	ErrParticipantLost = errors.New("coordinator: participant lost")
+	// ErrIncomplete: every participant acknowledged, but their snapshots
+	// do not hold every key group of every operator exactly once, so the
+	// checkpoint could not be restored; it is aborted (AbortIncomplete)
+	// instead of completed. The message names the operator and the key
+	// groups at fault.
+	ErrIncomplete = errors.New("coordinator: checkpoint does not cover every key group")
+
+	// ErrTooManyRequests: MaxQueuedRequests on-demand checkpoint requests
+	// are already waiting.
+	ErrTooManyRequests = errors.New("coordinator: too many checkpoint requests waiting")
 )
 
 // RefuseReason is why a periodic trigger did not start a checkpoint.
@@ -140,8 +150,8 @@ func (r RefuseReason) Err() error {
 type AbortReason uint8
 
 // The reasons a checkpoint is aborted. Only declines (other than
-// ErrNotReady ones), expiries, trigger (I/O) failures and finalize failures
-// count towards TolerableFailures.
+// ErrNotReady ones), expiries, trigger (I/O) failures, finalize failures
+// and overlapping coverage count towards TolerableFailures.
 const (
 	// AbortDeclined: a participant declined it.
 	AbortDeclined AbortReason = iota + 1
@@ -157,6 +167,11 @@ const (
 	AbortParticipantLost
 	// AbortShutdown: the coordinator shut down or failed the job.
 	AbortShutdown
+	// AbortIncomplete: the acknowledged snapshots do not cover every key
+	// group of every operator (ErrIncomplete). It counts as a failure
+	// unless the cause is a gap (which wraps ErrNotReady): instances claim
+	// the same key groups, or disagree on maxParallelism.
+	AbortIncomplete
 )
 
 var abortNames = [...]string{
@@ -167,6 +182,7 @@ var abortNames = [...]string{
 	AbortFinalizeFailed:  "finalize-failed",
 	AbortParticipantLost: "participant-lost",
 	AbortShutdown:        "shutdown",
+	AbortIncomplete:      "incomplete",
 }
 
 var abortErrs = [...]error{
@@ -177,6 +193,7 @@ var abortErrs = [...]error{
 	AbortFinalizeFailed:  ErrFinalizeFailed,
 	AbortParticipantLost: ErrParticipantLost,
 	AbortShutdown:        ErrShutdown,
+	AbortIncomplete:      ErrIncomplete,
 }
 
 // String returns the reason's name, e.g. "expired".
@@ -248,10 +265,12 @@ func (e *AbortError) Unwrap() []error {
 // Flink's CheckpointFailureManager: declines, expiries, I/O and finalize
 // failures count, benign declines do not; of a savepoint's failures only a
 // participant's decline counts (the others are the user's business, and a
-// restart would not help).
+// restart would not help). A checkpoint whose snapshots overlap counts
+// (the job is misconfigured); one with a gap does not (an instance was
+// missing: its cause wraps ErrNotReady, like a benign decline).
 func (r AbortReason) counts(savepoint bool, cause error) bool {
 	switch r {
-	case AbortDeclined:
+	case AbortDeclined, AbortIncomplete:
 		return !errors.Is(cause, ErrNotReady)
 	case AbortExpired, AbortTriggerFailed, AbortFinalizeFailed:
 		return !savepoint

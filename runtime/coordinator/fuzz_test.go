@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stategen/stategen/runtime"
 )
 
 // FuzzCoreNeverPanics feeds a Core arbitrary inputs — any ids, senders,
@@ -51,7 +53,7 @@ func FuzzCoreNeverPanics(f *testing.F) {
 				id = MaxID + CheckpointID(arg)
 			}
 			p := peers[int(next())%len(peers)]
-			switch op % 12 {
+			switch op % 13 {
 			case 0:
 				now = now.Add(time.Duration(arg) * time.Second / 4)
 				c.Tick(now)
@@ -67,7 +69,14 @@ func FuzzCoreNeverPanics(f *testing.F) {
 				if arg%7 == 0 {
 					files = append(files, "")
 				}
-				c.Ack(now, id, p, Payload{Files: files, Bytes: int64(arg) - 3})
+				pl := Payload{Files: files, Bytes: int64(arg) - 3, Finished: arg%2 == 0}
+				if arg%4 != 0 {
+					// Key groups of "op": mostly a quarter of [0, 16) by
+					// participant, sometimes out of range.
+					start := int(arg%5) * 4
+					pl.KeyGroups = KeyGroups{Operator: "op", MaxParallelism: 16, Range: runtime.KeyGroupRange{Start: start, End: start + 4}}
+				}
+				c.Ack(now, id, p, pl)
 			case 6:
 				c.Decline(now, id, p, errors.New("no"))
 			case 7:
@@ -92,6 +101,8 @@ func FuzzCoreNeverPanics(f *testing.F) {
 					limit = CheckpointID(arg)
 				}
 				c.ReserveResult(now, limit, err)
+			case 12:
+				c.RequestCheckpoint(now)
 			}
 			for _, d := range c.Ready() {
 				switch d := d.(type) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stategen/stategen/runtime"
 )
 
 // TestRandomSequencesKeepInvariants drives Cores with random sequences of
@@ -37,7 +39,19 @@ import (
 //     issued, one Reserve is outstanding at a time, limits never decrease,
 //     a savepoint is refused for want of ids exactly when none is left, and
 //     a failed reservation that a periodic trigger waited for counts as a
-//     failure.
+//     failure;
+//   - coverage: every completed checkpoint's snapshots hold every key group
+//     of the operator exactly once; a fully acknowledged checkpoint that
+//     does not is aborted at once, counted only if two snapshots overlap;
+//     and once anything completed, Latest is a covering checkpoint (the
+//     job can always restore);
+//   - a checkpoint is Final exactly when every participant acknowledged
+//     with Finished, and NotifyComplete says so; a completed savepoint is
+//     notified as a savepoint;
+//   - on-demand requests are served oldest first, each exactly once
+//     (triggered or refused), never wait while a slot, an id and a
+//     participant are free, and are refused only for the reasons the
+//     rules give.
 func TestRandomSequencesKeepInvariants(t *testing.T) {
 	seeds, steps := 400, 300
 	if testing.Short() {
@@ -53,14 +67,31 @@ func TestRandomSequencesKeepInvariants(t *testing.T) {
 type mcp struct {
 	id           CheckpointID
 	savepoint    bool
+	request      RequestID
 	participants []ParticipantID
 	deadline     time.Time
 	acked        map[ParticipantID][]string
+	kgs          map[ParticipantID]KeyGroups // the key groups each acknowledgement claimed
+	finished     map[ParticipantID]bool
+	coverage     string // once fully acknowledged: "", "gap" or "overlap" (see coverage)
 	ended        bool
 	status       Status
 }
 
 func (m *mcp) fullyAcked() bool { return len(m.acked) == len(m.participants) }
+
+// final reports whether every participant acknowledged with Finished.
+func (m *mcp) final() bool {
+	if !m.fullyAcked() {
+		return false
+	}
+	for _, p := range m.participants {
+		if !m.finished[p] {
+			return false
+		}
+	}
+	return true
+}
 
 type model struct {
 	rng  *rand.Rand
@@ -90,6 +121,12 @@ type model struct {
 	fileSeq    int
 	allPeers   []ParticipantID
 	expectFail bool
+	shutdown   bool
+
+	// On-demand requests: waiting, oldest first, and every one issued.
+	requests    []RequestID
+	lastRequest RequestID
+	requestEnd  map[RequestID]string // "triggered" or "refused"
 
 	// The id counter, with cfg.IDReservation.
 	durable   CheckpointID // ids below it were reported durable
@@ -114,6 +151,7 @@ func runModel(seed uint64, steps int) error {
 		rng: rng, cfg: cfg, now: t0,
 		cps: map[CheckpointID]*mcp{}, savepointFiles: map[string]bool{}, written: map[string]bool{},
 		discarded: map[string]bool{}, unknownOutcome: map[string]bool{}, failCounted: map[CheckpointID]bool{},
+		requestEnd: map[RequestID]string{},
 	}
 	m.firstID = CheckpointID(pick(1, 1, 17, 1000))
 	m.durable = m.firstID
@@ -141,6 +179,7 @@ func runModel(seed uint64, steps int) error {
 	// Shut down, let the outstanding finalization finish, and check that
 	// everything ended and nothing leaked.
 	m.now = m.now.Add(time.Second)
+	m.shutdown = true
 	c.Shutdown(m.now)
 	if err := m.apply(nil, c.Ready()); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -157,6 +196,11 @@ func runModel(seed uint64, steps int) error {
 	for id, cp := range m.cps {
 		if !cp.ended {
 			return fmt.Errorf("checkpoint %d never ended", id)
+		}
+	}
+	for r := RequestID(1); r <= m.lastRequest; r++ {
+		if m.requestEnd[r] == "" {
+			return fmt.Errorf("request %d was neither triggered nor refused", r)
 		}
 	}
 	if len(c.Pending()) != 0 {
@@ -184,6 +228,66 @@ func (m *model) nextID() CheckpointID {
 		return m.firstID
 	}
 	return m.lastID + 1
+}
+
+// modelMaxP is the maxParallelism of the model's one keyed operator, "op";
+// peer i of n owns runtime.KeyGroupRangeForOperator(modelMaxP, n, i).
+const modelMaxP = 16
+
+func (m *model) keyGroups(p ParticipantID) KeyGroups {
+	i := slices.Index(m.allPeers, p)
+	if i < 0 {
+		return KeyGroups{}
+	}
+	r, err := runtime.KeyGroupRangeForOperator(modelMaxP, len(m.allPeers), i)
+	if err != nil {
+		panic(err)
+	}
+	return KeyGroups{Operator: "op", MaxParallelism: modelMaxP, Range: r}
+}
+
+// claim is what p's acknowledgement says it holds: mostly its own key
+// groups; sometimes nothing (a gap), or a neighbour's (an overlap).
+func (m *model) claim(p ParticipantID) KeyGroups {
+	switch m.rng.IntN(25) {
+	case 0:
+		return KeyGroups{}
+	case 1:
+		i := slices.Index(m.allPeers, p)
+		return m.keyGroups(m.allPeers[(i+1)%len(m.allPeers)])
+	}
+	return m.keyGroups(p)
+}
+
+// coverage classifies what the claims hold, independently of the Core:
+// "" when every key group of "op" is held exactly once (or no claim names
+// it), "overlap" when one is held twice, else "gap".
+func coverage(claims map[ParticipantID]KeyGroups) string {
+	var count [modelMaxP]int
+	named := false
+	for _, k := range claims {
+		if k.IsZero() {
+			continue
+		}
+		named = true
+		for g := k.Range.Start; g < k.Range.End; g++ {
+			count[g]++
+		}
+	}
+	if !named {
+		return ""
+	}
+	gap := false
+	for _, n := range count {
+		if n > 1 {
+			return "overlap"
+		}
+		gap = gap || n == 0
+	}
+	if gap {
+		return "gap"
+	}
+	return ""
 }
 
 func (m *model) freshFile(p ParticipantID, id CheckpointID) string {
@@ -257,7 +361,7 @@ func (m *model) randomStep() error {
 		if rng.IntN(3) == 0 {
 			files = append(files, m.freshFile(p, cp.id))
 		}
-		return m.ack(cp.id, p, files)
+		return m.ackWith(cp.id, p, Payload{Files: files, KeyGroups: m.claim(p), Finished: rng.IntN(3) == 0})
 
 	case r < 62: // a redelivered or different duplicate
 		var accepted []*mcp
@@ -334,6 +438,26 @@ func (m *model) randomStep() error {
 			return err
 		}
 		return m.apply(func() error { return m.expectStored(id, serr) }, c.Ready())
+
+	case r < 92: // an on-demand checkpoint
+		id, err := c.RequestCheckpoint(m.now)
+		switch {
+		case m.failed && !errors.Is(err, ErrShutdown):
+			return fmt.Errorf("request after the job failed: %v, want ErrShutdown", err)
+		case !m.failed && len(c.Participants()) == 0 && !errors.Is(err, ErrNoParticipants):
+			return fmt.Errorf("request without participants: %v, want ErrNoParticipants", err)
+		case err == nil && (m.failed || len(c.Participants()) == 0):
+			return fmt.Errorf("request %d accepted after the job failed or without participants", id)
+		case err != nil && !m.failed && len(c.Participants()) > 0:
+			return fmt.Errorf("request refused: %v", err)
+		case err == nil && id != m.lastRequest+1:
+			return fmt.Errorf("request id %d after %d", id, m.lastRequest)
+		}
+		if err == nil {
+			m.lastRequest = id
+			m.requests = append(m.requests, id)
+		}
+		return m.apply(nil, c.Ready())
 
 	case r < 94: // a savepoint
 		_, err := c.RequestSavepoint(m.now, "/user/sp")
@@ -442,12 +566,17 @@ func (m *model) expectedResult(id CheckpointID, p ParticipantID, decline bool) M
 }
 
 func (m *model) ack(id CheckpointID, p ParticipantID, files []string) error {
+	return m.ackWith(id, p, Payload{Files: files})
+}
+
+func (m *model) ackWith(id CheckpointID, p ParticipantID, pl Payload) error {
+	files := pl.Files
 	want := m.expectedResult(id, p, false)
 	invalid := slices.Contains(files, "")
 	if want == MessageAccepted && invalid {
 		want = MessageRejected
 	}
-	res, err := m.c.Ack(m.now, id, p, Payload{Files: files})
+	res, err := m.c.Ack(m.now, id, p, pl)
 	if res != want {
 		return fmt.Errorf("ack %d from %s: %v, want %v", id, p, res, want)
 	}
@@ -464,13 +593,22 @@ func (m *model) ack(id CheckpointID, p ParticipantID, files []string) error {
 			}
 		}
 	}
+	var check func() error
 	if res == MessageAccepted {
 		cp := m.cps[id]
 		fs := slices.Clone(files)
 		slices.Sort(fs)
 		cp.acked[p] = slices.Compact(fs)
+		cp.kgs[p] = pl.KeyGroups
+		cp.finished[p] = pl.Finished
+		if cp.fullyAcked() {
+			// The last acknowledgement: a checkpoint that does not cover
+			// the operator ends here, aborted as incomplete.
+			if cp.coverage = coverage(cp.kgs); cp.coverage != "" {
+				check = func() error { return m.expectEnded([]CheckpointID{id}, StatusFailed) }
+			}
+		}
 	}
-	var check func() error
 	if res == MessageRejected {
 		check = func() error { return m.expectEnded([]CheckpointID{id}, StatusFailed) }
 	}
@@ -533,6 +671,8 @@ func (m *model) countFailure(cp *mcp, e *AbortError) bool {
 		counted = !errors.Is(e.Cause, ErrNotReady)
 	case AbortExpired, AbortTriggerFailed, AbortFinalizeFailed:
 		counted = !cp.savepoint
+	case AbortIncomplete:
+		counted = cp.coverage == "overlap"
 	}
 	if !counted || m.cfg.TolerableFailures == UnlimitedFailures || cp.id <= m.lastSucceeded {
 		return false
@@ -605,10 +745,22 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 		if m.cfg.IDReservation > 0 && d.ID >= m.durable {
 			return fmt.Errorf("trigger %d, but only ids below %d are durable", d.ID, m.durable)
 		}
-		m.idWait = false
+		switch {
+		case d.Request != 0 && (d.Options.Savepoint || len(m.requests) == 0 || m.requests[0] != d.Request):
+			return fmt.Errorf("trigger %d for request %d, but the oldest waiting request is %v", d.ID, d.Request, m.requests)
+		case d.Request == 0 && !d.Options.Savepoint && len(m.requests) > 0:
+			return fmt.Errorf("periodic trigger %d while requests %v wait", d.ID, m.requests)
+		case d.Request != 0:
+			m.requests = m.requests[1:]
+			m.requestEnd[d.Request] = "triggered"
+		}
+		if d.Request == 0 && !d.Options.Savepoint {
+			m.idWait = false // the periodic trigger that waited for ids fired
+		}
 		m.lastID = d.ID
-		m.cps[d.ID] = &mcp{id: d.ID, savepoint: d.Options.Savepoint, participants: d.Participants,
-			deadline: d.Deadline, acked: map[ParticipantID][]string{}}
+		m.cps[d.ID] = &mcp{id: d.ID, savepoint: d.Options.Savepoint, request: d.Request, participants: d.Participants,
+			deadline: d.Deadline, acked: map[ParticipantID][]string{}, kgs: map[ParticipantID]KeyGroups{},
+			finished: map[ParticipantID]bool{}}
 	case Finalize:
 		cp := m.cps[d.Checkpoint.ID]
 		switch {
@@ -618,6 +770,8 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 			return fmt.Errorf("finalize %d while %d is outstanding", cp.id, m.finalizing)
 		case !cp.fullyAcked():
 			return fmt.Errorf("finalize %d before every participant acknowledged", cp.id)
+		case cp.coverage != "":
+			return fmt.Errorf("finalize %d, whose snapshots do not cover the operator (%s)", cp.id, cp.coverage)
 		}
 		for _, ps := range d.Checkpoint.Participants {
 			if !slices.Equal(ps.Payload.Files, cp.acked[ps.Participant]) {
@@ -654,8 +808,14 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 		notifiedAborted[d.ID] = true
 	case NotifyComplete:
 		cp := m.cps[d.ID]
-		if cp == nil || !cp.ended || cp.status != StatusCompleted || cp.savepoint {
-			return fmt.Errorf("notify-complete %d for a checkpoint that did not complete (or a savepoint)", d.ID)
+		if cp == nil || !cp.ended || cp.status != StatusCompleted || cp.savepoint != d.Savepoint {
+			return fmt.Errorf("notify-complete %d (savepoint %v) for a checkpoint that did not complete, or of the other kind", d.ID, d.Savepoint)
+		}
+		if d.Final != cp.final() {
+			return fmt.Errorf("notify-complete %d: final %v, want %v", d.ID, d.Final, cp.final())
+		}
+		if d.Savepoint {
+			break
 		}
 		if d.ID <= m.lastNotified {
 			return fmt.Errorf("notify-complete %d after %d", d.ID, m.lastNotified)
@@ -671,10 +831,23 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 		if m.finalizing == r.ID {
 			m.finalizing = 0
 		}
+		if r.Request != cp.request {
+			return fmt.Errorf("report %d: request %d, triggered for %d", r.ID, r.Request, cp.request)
+		}
+		if r.Final != cp.final() {
+			return fmt.Errorf("report %d: final %v, want %v", r.ID, r.Final, cp.final())
+		}
+		if wantNR := r.Err != nil && (r.Err.Reason == AbortIncomplete && cp.coverage == "gap" ||
+			r.Err.Reason == AbortDeclined && errors.Is(r.Err.Cause, ErrNotReady)); r.NotReady() != wantNR {
+			return fmt.Errorf("report %d: not-ready %v, want %v (%v)", r.ID, r.NotReady(), wantNR, r.Err)
+		}
 		switch r.Status {
 		case StatusCompleted:
 			if !cp.fullyAcked() {
 				return fmt.Errorf("checkpoint %d completed without every acknowledgement", r.ID)
+			}
+			if cp.coverage != "" {
+				return fmt.Errorf("checkpoint %d completed, but its snapshots do not cover the operator (%s)", r.ID, cp.coverage)
 			}
 			if r.ID > m.lastSucceeded {
 				m.lastSucceeded, m.failCount = r.ID, 0
@@ -696,6 +869,9 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 			}
 			if r.Err == nil || r.Err.ID != r.ID {
 				return fmt.Errorf("failed record %d without its error", r.ID)
+			}
+			if (r.Err.Reason == AbortIncomplete) != (cp.coverage != "") {
+				return fmt.Errorf("checkpoint %d aborted %v, coverage %q", r.ID, r.Err.Reason, cp.coverage)
 			}
 			if r.Err.Reason == AbortFinalizeFailed && errors.Is(r.Err, ErrOutcomeUnknown) {
 				for _, fs := range cp.acked {
@@ -719,6 +895,24 @@ func (m *model) applyOne(d Decision, notifiedAborted map[CheckpointID]bool) erro
 	case Schedule:
 		m.lastScheduled = d.At
 	case Refused:
+		if d.Request != 0 {
+			i := slices.Index(m.requests, d.Request)
+			var why bool
+			switch d.Reason {
+			case RefusedShutdown:
+				why = m.failed || m.shutdown
+			case RefusedNoParticipants:
+				why = len(m.c.Participants()) == 0
+			case RefusedNoIDs:
+				why = m.cfg.IDReservation > 0 && m.nextID() >= m.durable
+			}
+			if i < 0 || !why {
+				return fmt.Errorf("request %d refused (%v): waiting at %d, for a reason: %v", d.Request, d.Reason, i, why)
+			}
+			m.requests = slices.Delete(m.requests, i, i+1)
+			m.requestEnd[d.Request] = "refused"
+			break
+		}
 		m.idWait = d.Reason == RefusedNoIDs && d.RetryAt.IsZero()
 	case Reserve:
 		switch {
@@ -754,6 +948,21 @@ func (m *model) invariants() error {
 	}
 	if m.everCompleted && len(m.retained) == 0 {
 		return errors.New("no checkpoint retained although one completed")
+	}
+	if latest, ok := m.c.Latest(); m.everCompleted {
+		claims := map[ParticipantID]KeyGroups{}
+		for _, ps := range latest.Participants {
+			claims[ps.Participant] = ps.Payload.KeyGroups
+		}
+		if !ok || coverage(claims) != "" {
+			return fmt.Errorf("latest checkpoint %d (ok %v) is not restorable: coverage %q", latest.ID, ok, coverage(claims))
+		}
+	}
+	if len(m.requests) > 0 && !m.failed {
+		noIDs := m.cfg.IDReservation > 0 && m.nextID() >= m.durable
+		if len(m.open()) < m.cfg.MaxConcurrent && !noIDs {
+			return fmt.Errorf("requests %v wait with %d pending (max %d) and ids to issue", m.requests, len(m.open()), m.cfg.MaxConcurrent)
+		}
 	}
 	var got []CheckpointID
 	for _, cp := range m.c.Retained() {

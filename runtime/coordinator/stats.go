@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -42,6 +43,9 @@ type ParticipantStats struct {
 	SyncDuration, AsyncDuration time.Duration
 	// Bytes is the size of its snapshot.
 	Bytes int64
+	// Finished reports that it had reached the end of its input when it
+	// snapshotted (Payload.Finished).
+	Finished bool
 }
 
 // Record describes a completed or failed checkpoint.
@@ -61,8 +65,25 @@ type Record struct {
 	Participants []ParticipantStats
 	// Bytes is the total size of the acknowledged snapshots.
 	Bytes int64
+	// Final reports that every participant had finished when it
+	// snapshotted (Payload.Finished): the checkpoint holds the job's final
+	// state.
+	Final bool
+	// Request is the on-demand request the checkpoint answered (see
+	// Core.RequestCheckpoint); zero for periodic checkpoints and
+	// savepoints.
+	Request RequestID
 	// Err says why the checkpoint failed; nil if it completed.
 	Err *AbortError
+}
+
+// NotReady reports whether the checkpoint was aborted because a
+// participant was not ready — it declined with a cause wrapping
+// ErrNotReady, or was missing, leaving key groups uncovered. Such aborts
+// are expected while a job starts, rescales or ends, and do not count as
+// failures.
+func (r Record) NotReady() bool {
+	return r.Err != nil && errors.Is(r.Err, ErrNotReady)
 }
 
 // Duration is the time from trigger to completion or abort.
@@ -72,15 +93,20 @@ func (r Record) Duration() time.Duration { return r.EndedAt.Sub(r.TriggeredAt) }
 type Counts struct {
 	// Triggered counts checkpoints and savepoints started.
 	Triggered int64
-	// Completed and Failed count their outcomes.
+	// Completed and Failed count their outcomes. Failed does not include
+	// the checkpoints counted in NotReady.
 	Completed, Failed int64
-	// Refused counts periodic triggers that did not start a checkpoint.
+	// NotReady counts checkpoints aborted because a participant was not
+	// ready (see Record.NotReady): declined as not ready, or missing.
+	NotReady int64
+	// Refused counts periodic triggers that did not start a checkpoint,
+	// and on-demand requests dropped without one.
 	Refused int64
 }
 
-// InProgress is the number of checkpoints triggered but not yet completed
-// or failed.
-func (c Counts) InProgress() int64 { return c.Triggered - c.Completed - c.Failed }
+// InProgress is the number of checkpoints triggered but not yet completed,
+// failed or aborted as not ready.
+func (c Counts) InProgress() int64 { return c.Triggered - c.Completed - c.Failed - c.NotReady }
 
 // Spread summarizes a set of durations: the least, the mean and the
 // greatest. It is zero for an empty set.
@@ -184,6 +210,10 @@ func (s *Stats) add(r Record) {
 			s.async.add(int64(p.AsyncDuration))
 		}
 	case StatusFailed:
+		if r.NotReady() {
+			s.counts.NotReady++
+			break
+		}
 		s.counts.Failed++
 		s.lastFailed = &r
 	}
@@ -227,7 +257,8 @@ func (s *Stats) LastCompleted() (Record, bool) {
 	return *s.lastCompleted, true
 }
 
-// LastFailed returns the record of the latest failed checkpoint, if any.
+// LastFailed returns the record of the latest failed checkpoint, if any;
+// checkpoints aborted as not ready are not failures (see Counts.NotReady).
 func (s *Stats) LastFailed() (Record, bool) {
 	if s.lastFailed == nil {
 		return Record{}, false

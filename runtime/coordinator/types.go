@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/stategen/stategen/runtime"
 )
 
 // CheckpointID identifies a checkpoint or savepoint of a job. The first id
@@ -57,11 +59,38 @@ type Payload struct {
 	// source positions, stored with the completed checkpoint and handed back
 	// at restore.
 	OperatorState []byte
+	// KeyGroups says which key groups of which operator the snapshot
+	// holds. The Core completes a checkpoint only if, for every operator
+	// its participants name, their key groups tile all of the operator's
+	// key groups exactly (see the package doc, "Coverage"). The zero value
+	// says the participant holds no keyed state, and is not checked.
+	KeyGroups KeyGroups
+	// Finished reports that the participant had reached the end of its
+	// input when it took the snapshot: its state and operator state will
+	// not change any more. A checkpoint whose participants had all
+	// finished is the job's final checkpoint (Record.Final).
+	Finished bool
 	// Handle is the checkpoint layer's own description of what the
 	// participant wrote (for example its snapshot metadata). The coordinator
 	// never looks inside it and never uses it to delete anything.
 	Handle any
 }
+
+// KeyGroups names the key groups of one operator instance's keyed state:
+// Range of the operator's MaxParallelism key groups. Every key group of a
+// job's keyed state belongs to exactly one instance, so the instances of
+// an operator tile [0, MaxParallelism) (see runtime.KeyGroupRangeForOperator).
+type KeyGroups struct {
+	// Operator names the operator the instance belongs to.
+	Operator string
+	// MaxParallelism is the operator's number of key groups.
+	MaxParallelism int
+	// Range is the instance's key groups.
+	Range runtime.KeyGroupRange
+}
+
+// IsZero reports whether k names no keyed state.
+func (k KeyGroups) IsZero() bool { return k == KeyGroups{} }
 
 // validate checks p and returns its files sorted and without duplicates,
 // as a new slice.
@@ -83,6 +112,8 @@ func (p Payload) validate() ([]string, error) {
 		err = fmt.Errorf("negative Bytes %d", p.Bytes)
 	case p.SyncDuration < 0 || p.AsyncDuration < 0:
 		err = fmt.Errorf("negative duration (sync %v, async %v)", p.SyncDuration, p.AsyncDuration)
+	case !p.KeyGroups.IsZero():
+		err = p.KeyGroups.validate()
 	}
 	if err != nil {
 		err = fmt.Errorf("%w: %v", ErrInvalidPayload, err)
