@@ -473,6 +473,27 @@ func (m *Metadata) Operator(id string) (*Operator, error) {
 	return nil, fmt.Errorf("%w: operator %q (the checkpoint holds %q)", ErrNotFound, id, ids)
 }
 
+// Complete reports whether the checkpoint can be restored at all: every
+// operator's instances cover all its key groups, [0, MaxParallelism). The
+// error wraps ErrIncomplete and names the first operator that does not.
+// A checkpoint without operators is complete.
+func (m *Metadata) Complete() error {
+	for i := range m.Operators {
+		if err := m.Operators[i].complete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Operator) complete() error {
+	if o.KeyGroups != runtime.FullRange(o.MaxParallelism) {
+		return fmt.Errorf("%w: operator %q covers key groups %v, not all %d",
+			ErrIncomplete, o.ID, o.KeyGroups, o.MaxParallelism)
+	}
+	return nil
+}
+
 // spec returns the descriptor of the named state.
 func (o *Operator) spec(name string) (runtime.StateSpec, bool) {
 	i, ok := slices.BinarySearchFunc(o.States, name, func(s runtime.StateSpec, n string) int { return strings.Compare(s.Name, n) })

@@ -194,9 +194,8 @@ func (o *Operator) Plan(parallelism int) ([]InstancePlan, error) {
 	if err := runtime.ValidateParallelism(o.MaxParallelism, parallelism); err != nil {
 		return nil, fmt.Errorf("checkpoint: operator %q: %w", o.ID, err)
 	}
-	if o.KeyGroups != runtime.FullRange(o.MaxParallelism) {
-		return nil, fmt.Errorf("%w: operator %q covers key groups %v, not all %d",
-			ErrIncomplete, o.ID, o.KeyGroups, o.MaxParallelism)
+	if err := o.complete(); err != nil {
+		return nil, err
 	}
 	var blobs [][]byte
 	for _, in := range o.Instances {

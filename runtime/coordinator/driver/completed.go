@@ -50,11 +50,13 @@ type CompletedStore interface {
 // recoverIndexed is Recover for a coordinator with a CompletedStore: the
 // retained checkpoints are those the index lists. It also returns the
 // committed checkpoints the index does not list, to be deleted.
-func recoverIndexed(ctx context.Context, s checkpoint.Storage, counter IDCounter, index CompletedStore) (coordinator.Recovery, []string, error) {
-	var rec coordinator.Recovery
+//
+// Listed checkpoints that lack key groups are not retained; they come back
+// in incomplete.
+func recoverIndexed(ctx context.Context, s checkpoint.Storage, counter IDCounter, index CompletedStore) (rec coordinator.Recovery, unlisted, incomplete []string, err error) {
 	ids, err := index.Completed(ctx)
 	if err != nil {
-		return rec, nil, fmt.Errorf("driver: recover: reading the completed-checkpoint index: %w", err)
+		return rec, nil, nil, fmt.Errorf("driver: recover: reading the completed-checkpoint index: %w", err)
 	}
 	listed := map[uint64]bool{}
 	for _, id := range ids {
@@ -62,14 +64,13 @@ func recoverIndexed(ctx context.Context, s checkpoint.Storage, counter IDCounter
 	}
 	next, err := counter.Read(ctx)
 	if err != nil {
-		return rec, nil, fmt.Errorf("driver: recover: %w", err)
+		return rec, nil, nil, fmt.Errorf("driver: recover: %w", err)
 	}
 	names, err := s.List(ctx)
 	if err != nil {
-		return rec, nil, fmt.Errorf("driver: recover: %w", err)
+		return rec, nil, nil, fmt.Errorf("driver: recover: %w", err)
 	}
 	var maxID uint64
-	var unlisted []string
 	for _, name := range names {
 		if name == checkpoint.CoordinatorName {
 			continue
@@ -83,21 +84,26 @@ func recoverIndexed(ctx context.Context, s checkpoint.Storage, counter IDCounter
 			case err == nil:
 				unlisted = append(unlisted, name)
 			case !errors.Is(err, checkpoint.ErrNotFound):
-				return rec, nil, fmt.Errorf("driver: recover: %w", err)
+				return rec, nil, nil, fmt.Errorf("driver: recover: %w", err)
 			}
 			continue
 		}
 		m, err := checkpoint.ReadMetadata(ctx, s, name)
 		switch {
 		case errors.Is(err, checkpoint.ErrNotFound) && isCheckpoint:
-			return rec, nil, fmt.Errorf("driver: recover: checkpoint %d is listed as completed but its metadata is missing: %w", id, err)
+			return rec, nil, nil, fmt.Errorf("driver: recover: checkpoint %d is listed as completed but its metadata is missing: %w", id, err)
 		case errors.Is(err, checkpoint.ErrNotFound):
 			continue // an uncommitted savepoint: debris
 		case err != nil:
-			return rec, nil, fmt.Errorf("driver: recover: %w", err)
+			return rec, nil, nil, fmt.Errorf("driver: recover: %w", err)
 		}
 		maxID = max(maxID, m.CheckpointID)
-		if isCheckpoint {
+		switch {
+		case !isCheckpoint:
+		case m.Complete() != nil:
+			incomplete = append(incomplete, name)
+			delete(listed, id)
+		default:
 			rec.Retained = append(rec.Retained, fromMetadata(name, id, m))
 			delete(listed, id)
 		}
@@ -108,11 +114,11 @@ func recoverIndexed(ctx context.Context, s checkpoint.Storage, counter IDCounter
 			missing = append(missing, id)
 		}
 		slices.Sort(missing)
-		return rec, nil, fmt.Errorf("driver: recover: checkpoints %v are listed as completed but missing from the storage: %w", missing, checkpoint.ErrNotFound)
+		return rec, nil, nil, fmt.Errorf("driver: recover: checkpoints %v are listed as completed but missing from the storage: %w", missing, checkpoint.ErrNotFound)
 	}
 	if maxID >= uint64(coordinator.MaxID)-1 || next >= coordinator.MaxID {
-		return rec, nil, fmt.Errorf("driver: recover: checkpoint id %d (counter %d) is beyond the counter's range", maxID, next)
+		return rec, nil, nil, fmt.Errorf("driver: recover: checkpoint id %d (counter %d) is beyond the counter's range", maxID, next)
 	}
 	rec.NextID = max(coordinator.CheckpointID(maxID+1), next)
-	return rec, unlisted, nil
+	return rec, unlisted, incomplete, nil
 }

@@ -22,23 +22,29 @@ import (
 // restarted job skip ids — never repeat them.
 const counterPrefix = "next-id-"
 
-// counterObject names the object of limit: the prefix and 20 digits, so
-// that names sort like limits.
-func counterObject(limit coordinator.CheckpointID) string {
-	return fmt.Sprintf("%s%020d", counterPrefix, uint64(limit))
-}
+// counterObject names the object of limit (see numbered).
+func counterObject(limit coordinator.CheckpointID) string { return numbered(counterPrefix, uint64(limit)) }
 
 // parseCounterObject is the inverse of counterObject.
 func parseCounterObject(name string) (coordinator.CheckpointID, bool) {
-	digits, ok := strings.CutPrefix(name, counterPrefix)
+	n, ok := parseNumbered(counterPrefix, name)
+	return coordinator.CheckpointID(n), ok
+}
+
+// numbered names the coordinator's object n of a kind: the kind's prefix
+// and n in 20 digits, so that names sort like numbers. Objects are
+// immutable, so a value that changes is a sequence of such objects, the
+// highest of which is current.
+func numbered(prefix string, n uint64) string { return fmt.Sprintf("%s%020d", prefix, n) }
+
+// parseNumbered is the inverse of numbered.
+func parseNumbered(prefix, name string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(name, prefix)
 	if !ok || len(digits) != 20 {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return coordinator.CheckpointID(n), true
+	return n, err == nil
 }
 
 // IDCounter is the durable checkpoint-id counter of a job (Flink's
@@ -107,18 +113,7 @@ func readCounter(ctx context.Context, s checkpoint.Storage) (coordinator.Checkpo
 // writeCounter makes limit durable in s and then removes the objects of
 // lower limits (a failure to remove them is harmless: the highest wins).
 func writeCounter(ctx context.Context, s checkpoint.Storage, limit coordinator.CheckpointID) error {
-	name := counterObject(limit)
-	err := func() error {
-		w, err := s.Create(ctx, checkpoint.CoordinatorName, name)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "%d\n", uint64(limit)); err != nil {
-			_ = w.Abort()
-			return err
-		}
-		return w.Commit()
-	}()
+	err := writeObject(ctx, s, checkpoint.CoordinatorName, counterObject(limit), fmt.Appendf(nil, "%d\n", uint64(limit)))
 	if err != nil && !errors.Is(err, checkpoint.ErrExist) {
 		return fmt.Errorf("driver: reserving checkpoint ids below %d: %w", limit, err)
 	}

@@ -18,13 +18,19 @@ import (
 
 // Errors of the driver.
 var (
-	// ErrClosed reports a call on a closed Coordinator.
-	ErrClosed = errors.New("driver: coordinator closed")
+	// ErrClosed reports a call on a closed Coordinator. It also matches
+	// coordinator.ErrShutdown: every refusal of a stopped coordinator does.
+	ErrClosed error = &closedError{}
 	// ErrInvalidLocation reports a savepoint location that is not a valid
 	// checkpoint name, looks like a checkpoint's name, or is already in
 	// use.
 	ErrInvalidLocation = errors.New("driver: invalid savepoint location")
 )
+
+type closedError struct{}
+
+func (*closedError) Error() string { return "driver: coordinator closed" }
+func (*closedError) Unwrap() error { return coordinator.ErrShutdown }
 
 // DefaultIOTimeout bounds each storage operation of the driver unless
 // Options.IOTimeout says otherwise.
@@ -49,12 +55,29 @@ type Participant interface {
 	// checkpoint, e.g. the operator and instance index), then report with
 	// Coordinator.Ack, or Coordinator.Decline if it cannot.
 	Trigger(t Trigger)
-	// NotifyComplete says checkpoint id completed: side effects up to it
-	// may be committed. A higher id implies the lower ones.
-	NotifyComplete(id coordinator.CheckpointID)
+	// NotifyComplete says a checkpoint (or savepoint) the participant took
+	// part in completed: side effects up to it may be committed. For
+	// checkpoints a higher id implies the lower ones; a savepoint implies
+	// nothing (see Completion).
+	NotifyComplete(c Completion)
 	// NotifyAborted says checkpoint id was aborted, and why: stop working
 	// on it.
 	NotifyAborted(id coordinator.CheckpointID, err error)
+}
+
+// Completion describes a completed checkpoint or savepoint to a
+// participant.
+type Completion struct {
+	// ID is the checkpoint's id.
+	ID coordinator.CheckpointID
+	// Savepoint reports a savepoint: it is not in the job's recovery
+	// lineage (a crash restores the latest checkpoint, which may be older),
+	// so commit side effects on it only when the job stops on it.
+	Savepoint bool
+	// Final reports that every participant had finished (Instance.Finish)
+	// when it snapshotted: the checkpoint holds the job's final state, and
+	// the participant may stop.
+	Final bool
 }
 
 // Trigger is what a participant is asked to snapshot.
@@ -97,6 +120,24 @@ type Options struct {
 	// is its own index: every committed checkpoint is completed (see
 	// CompletedStore).
 	Completed CompletedStore
+	// Expected is the job graph: each operator's parallelism, as Flink's
+	// JobManager knows it. Operator "op" with parallelism p has the
+	// instances "op/0" … "op/<p-1>" (InstanceOptions Operator and Index),
+	// and every checkpoint includes all of them, joined or not: while one
+	// is missing — it has not joined yet, or it was closed — each
+	// checkpoint is declined on its behalf as not ready
+	// (coordinator.ErrNotReady: aborted, not counted as a failure, counted
+	// in Counts.NotReady). So no checkpoint completes without every
+	// instance, and the triggers that fire while the instances join one by
+	// one complete nothing. Join refuses an instance that is not expected
+	// (ErrUnexpectedInstance) or joined already (ErrDuplicateInstance).
+	//
+	// Nil Expected makes the participants exactly the instances joined
+	// now. The Core still completes no checkpoint that lacks key groups
+	// (see the coordinator package doc, "Coverage"), but each checkpoint
+	// triggered while an instance is missing is written and then aborted;
+	// set Expected for every keyed job.
+	Expected map[string]int
 }
 
 // Coordinator runs a coordinator.Core: it owns the goroutine that feeds the
@@ -127,18 +168,27 @@ type Coordinator struct {
 	inflight     int
 	closing      bool
 
+	expected map[coordinator.ParticipantID]*slot // with Options.Expected: every expected instance
+	requests map[coordinator.RequestID]*request // on-demand requests not triggered yet
+	waiters  map[coordinator.CheckpointID]chan outcome
+	later    []func() // inputs to feed the Core once the current decisions are executed
+	reserveErr error  // why the last id reservation failed
+
 	mu       sync.Mutex
 	stats    *coordinator.Stats
 	err      error
 	retained []coordinator.Checkpoint
+	finished chan struct{} // closed when a final checkpoint completes
+	final    bool
 }
 
 type savepoint struct {
 	location string
-	result   chan savepointResult
+	result   chan outcome
 }
 
-type savepointResult struct {
+// outcome is how a checkpoint or savepoint somebody waits for ended.
+type outcome struct {
 	record coordinator.Record
 	err    error
 }
@@ -175,6 +225,13 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 		failed:       make(chan struct{}),
 		participants: map[coordinator.ParticipantID]Participant{},
 		savepoints:   map[coordinator.CheckpointID]*savepoint{},
+		requests:     map[coordinator.RequestID]*request{},
+		waiters:      map[coordinator.CheckpointID]chan outcome{},
+		finished:     make(chan struct{}),
+	}
+	expected, err := ExpectedInstances(opts.Expected)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Config.IDReservation == 0 {
 		opts.Config.IDReservation = coordinator.DefaultIDReservation
@@ -187,14 +244,18 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 		c.counter = storageCounter{opts.Storage}
 	}
 	var rec coordinator.Recovery
-	var unlisted []string
+	var unlisted, incomplete []string
 	if c.completed == nil {
-		rec, err = recoverFrom(ctx, opts.Storage, c.counter)
+		rec, incomplete, err = recoverFrom(ctx, opts.Storage, c.counter)
 	} else {
-		rec, unlisted, err = recoverIndexed(ctx, opts.Storage, c.counter, c.completed)
+		rec, unlisted, incomplete, err = recoverIndexed(ctx, opts.Storage, c.counter, c.completed)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(incomplete) > 0 {
+		c.log.Warn("committed checkpoints that lack key groups cannot be restored; they are not retained and are left in the storage",
+			"checkpoints", incomplete)
 	}
 	if !opts.SkipCleanup {
 		for _, name := range unlisted {
@@ -230,6 +291,17 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 	c.core = core
 	c.stats = coordinator.NewStats(cfg.StatsHistory)
 	c.retained = core.Retained()
+	if expected != nil {
+		c.expected = map[coordinator.ParticipantID]*slot{}
+		for _, e := range expected {
+			sl := &slot{c: c, inst: e}
+			if err := core.AddParticipant(e.ID()); err != nil {
+				return nil, err
+			}
+			c.expected[e.ID()] = sl
+			c.participants[e.ID()] = sl
+		}
+	}
 	go c.loop()
 	return c, nil
 }
@@ -246,8 +318,7 @@ func (c *Coordinator) do(fn func()) error {
 
 func (c *Coordinator) loop() {
 	defer close(c.done)
-	c.execute(c.core.Ready())
-	c.rearm()
+	c.step()
 	for {
 		select {
 		case fn := <-c.events:
@@ -256,8 +327,7 @@ func (c *Coordinator) loop() {
 			c.armed = time.Time{}
 			c.core.Tick(c.clock.Now())
 		}
-		c.execute(c.core.Ready())
-		c.rearm()
+		c.step()
 		if c.closing && c.inflight == 0 {
 			if c.timer != nil {
 				c.timer.Stop()
@@ -265,6 +335,22 @@ func (c *Coordinator) loop() {
 			return
 		}
 	}
+}
+
+// step executes the Core's decisions, then the inputs they called for
+// (declines on behalf of missing instances), until there are none, and
+// rearms the timer.
+func (c *Coordinator) step() {
+	c.execute(c.core.Ready())
+	for len(c.later) > 0 {
+		later := c.later
+		c.later = nil
+		for _, fn := range later {
+			fn()
+		}
+		c.execute(c.core.Ready())
+	}
+	c.rearm()
 }
 
 // rearm keeps one timer set for the Core's next deadline.
@@ -322,6 +408,11 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 		switch d := d.(type) {
 		case coordinator.Trigger:
 			t := Trigger{ID: d.ID, Options: d.Options, At: d.At, Deadline: d.Deadline, Storage: c.storage, Checkpoint: c.name(d.ID)}
+			if r := c.requests[d.Request]; r != nil {
+				delete(c.requests, d.Request)
+				c.waiters[d.ID] = r.result
+				r.triggered <- d.ID
+			}
 			for _, id := range d.Participants {
 				c.participants[id].Trigger(t)
 			}
@@ -343,10 +434,19 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 		case coordinator.Discard:
 			c.discard(d)
 		case coordinator.NotifyComplete:
+			n := Completion{ID: d.ID, Savepoint: d.Savepoint, Final: d.Final}
 			for _, id := range d.Participants {
 				if p, ok := c.participants[id]; ok {
-					p.NotifyComplete(d.ID)
+					p.NotifyComplete(n)
 				}
+			}
+			if d.Final && !d.Savepoint {
+				c.mu.Lock()
+				if !c.final {
+					c.final = true
+					close(c.finished)
+				}
+				c.mu.Unlock()
 			}
 		case coordinator.NotifyAborted:
 			for _, id := range d.Participants {
@@ -369,14 +469,21 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 					c.parked = nil
 					for _, sp := range parked {
 						if err != nil {
-							sp.result <- savepointResult{err: fmt.Errorf("%w: %w", coordinator.ErrNoIDs, err)}
+							sp.result <- outcome{err: fmt.Errorf("%w: %w", coordinator.ErrNoIDs, err)}
 							continue
 						}
 						c.requestSavepoint(sp)
 					}
+					if err != nil {
+						c.reserveErr = err
+					}
 				}
 			})
 		case coordinator.Refused:
+			if d.Request != 0 {
+				c.refuseRequest(d)
+				break
+			}
 			c.log.Debug("checkpoint trigger refused", "reason", d.Reason.String(), "retryAt", d.RetryAt)
 		case coordinator.Fail:
 			c.log.Error("checkpointing failed the job", "err", d.Err)
@@ -503,41 +610,76 @@ func (c *Coordinator) report(r coordinator.Record) {
 			})
 		}
 	}
-	if sp, ok := c.savepoints[r.ID]; ok {
-		res := savepointResult{record: r}
+	if w, ok := c.waiters[r.ID]; ok {
+		res := outcome{record: r}
 		if r.Err != nil {
 			res.err = r.Err
 		}
-		sp.result <- res
-		delete(c.savepoints, r.ID)
+		w <- res
+		delete(c.waiters, r.ID)
 	}
+	delete(c.savepoints, r.ID)
 }
 
 // AddParticipant adds p: checkpoints triggered from now on include it.
+// With Options.Expected, p takes the place of the expected instance with
+// its id: it must be one (ErrUnexpectedInstance) whose place is free
+// (ErrDuplicateInstance); without, its id must be new
+// (ErrDuplicateInstance).
 func (c *Coordinator) AddParticipant(p Participant) error {
 	if err := checkpoint.ValidateName(p.Operator()); err != nil {
 		return fmt.Errorf("driver: participant %q: operator: %w", p.ID(), err)
 	}
 	errc := make(chan error, 1)
-	if err := c.do(func() {
-		err := c.core.AddParticipant(p.ID())
-		if err == nil {
-			c.participants[p.ID()] = p
-		}
-		errc <- err
-	}); err != nil {
+	if err := c.do(func() { errc <- c.add(p) }); err != nil {
 		return err
 	}
 	return <-errc
 }
 
+// add adds p on the loop goroutine.
+func (c *Coordinator) add(p Participant) error {
+	id := p.ID()
+	if c.expected != nil {
+		sl, ok := c.expected[id]
+		switch {
+		case !ok:
+			return unexpected(id, p.Operator(), c.expected)
+		case sl.inst.Operator != p.Operator():
+			return fmt.Errorf("%w: participant %s is an instance of operator %q, not %q",
+				ErrUnexpectedInstance, id, sl.inst.Operator, p.Operator())
+		case sl.p != nil:
+			return fmt.Errorf("%w: %s has joined already", ErrDuplicateInstance, id)
+		}
+		sl.bind(p)
+		return nil
+	}
+	if _, ok := c.participants[id]; ok {
+		return fmt.Errorf("%w: %s has joined already", ErrDuplicateInstance, id)
+	}
+	if err := c.core.AddParticipant(id); err != nil {
+		return err
+	}
+	c.participants[id] = p
+	return nil
+}
+
 // RemoveParticipant removes participant id; pending checkpoints still
-// waiting for it are aborted.
+// waiting for it are aborted. With Options.Expected, an expected instance
+// stays in every checkpoint, absent: its checkpoints are declined as not
+// ready until a participant takes its place again.
 func (c *Coordinator) RemoveParticipant(id coordinator.ParticipantID) error {
 	errc := make(chan error, 1)
 	if err := c.do(func() {
 		err := c.core.RemoveParticipant(c.clock.Now(), id)
-		if err == nil {
+		switch sl := c.expected[id]; {
+		case err != nil:
+		case sl != nil:
+			// Out and in again within one input of the loop: no
+			// checkpoint is triggered in between.
+			sl.unbind()
+			err = c.core.AddParticipant(id)
+		default:
 			delete(c.participants, id)
 		}
 		errc <- err
@@ -547,14 +689,25 @@ func (c *Coordinator) RemoveParticipant(id coordinator.ParticipantID) error {
 	return <-errc
 }
 
+// Acknowledgement is a participant's answer to a trigger it took part in.
+type Acknowledgement struct {
+	// Result is what the participant wrote.
+	Result checkpoint.SnapshotResult
+	// Finished reports that the participant had reached the end of its
+	// input when it snapshotted (Instance.Finish).
+	Finished bool
+}
+
 // Ack acknowledges trigger t for participant from with the result of its
 // snapshot.
-func (c *Coordinator) Ack(t Trigger, from coordinator.ParticipantID, res checkpoint.SnapshotResult) error {
+func (c *Coordinator) Ack(t Trigger, from coordinator.ParticipantID, a Acknowledgement) error {
+	res := a.Result
 	payload := coordinator.Payload{
 		Bytes:         res.Stats.BytesWritten,
 		SyncDuration:  res.Stats.SyncDuration,
 		AsyncDuration: res.Stats.AsyncDuration,
 		OperatorState: res.Snapshot.OperatorState,
+		Finished:      a.Finished,
 	}
 	if res.Snapshot.File.Name != "" {
 		payload.Files = []string{t.Checkpoint + "/" + res.Snapshot.File.Name}
@@ -565,6 +718,9 @@ func (c *Coordinator) Ack(t Trigger, from coordinator.ParticipantID, res checkpo
 			op = p.Operator()
 		}
 		payload.Handle = handle{operator: op, snapshot: res.Snapshot}
+		if op != "" {
+			payload.KeyGroups = coordinator.KeyGroups{Operator: op, MaxParallelism: res.Snapshot.MaxParallelism, Range: res.Snapshot.KeyGroups}
+		}
 		result, err := c.core.Ack(c.clock.Now(), t.ID, from, payload)
 		if result != coordinator.MessageAccepted {
 			c.log.Debug("checkpoint acknowledgement not accepted", "id", t.ID, "participant", from, "result", result.String(), "err", err)
@@ -604,7 +760,7 @@ func (c *Coordinator) Savepoint(ctx context.Context, location string) (coordinat
 	if slices.Contains(names, location) {
 		return coordinator.Record{}, fmt.Errorf("%w: %q already exists", ErrInvalidLocation, location)
 	}
-	result := make(chan savepointResult, 1)
+	result := make(chan outcome, 1)
 	if err := c.do(func() {
 		c.requestSavepoint(&savepoint{location: location, result: result})
 	}); err != nil {
@@ -634,7 +790,7 @@ func (c *Coordinator) requestSavepoint(sp *savepoint) {
 		inUse = inUse || o.location == sp.location
 	}
 	if inUse {
-		sp.result <- savepointResult{err: fmt.Errorf("%w: a savepoint to %q is in progress", ErrInvalidLocation, sp.location)}
+		sp.result <- outcome{err: fmt.Errorf("%w: a savepoint to %q is in progress", ErrInvalidLocation, sp.location)}
 		return
 	}
 	id, err := c.core.RequestSavepoint(c.clock.Now(), sp.location)
@@ -642,9 +798,10 @@ func (c *Coordinator) requestSavepoint(sp *savepoint) {
 	case errors.Is(err, coordinator.ErrNoIDs) && !c.closing:
 		c.parked = append(c.parked, sp)
 	case err != nil:
-		sp.result <- savepointResult{err: err}
+		sp.result <- outcome{err: err}
 	default:
 		c.savepoints[id] = sp
+		c.waiters[id] = sp.result
 	}
 }
 
@@ -686,7 +843,7 @@ func (c *Coordinator) Close(ctx context.Context) error {
 			c.closing = true
 			c.core.Shutdown(c.clock.Now())
 			for _, sp := range c.parked {
-				sp.result <- savepointResult{err: coordinator.ErrShutdown}
+				sp.result <- outcome{err: coordinator.ErrShutdown}
 			}
 			c.parked = nil
 		}

@@ -119,7 +119,7 @@ func TestDriverCheckpointsThroughStorage(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := c.Ack(Trigger{ID: 9}, a.id, checkpoint.SnapshotResult{}); !errors.Is(err, ErrClosed) {
+	if err := c.Ack(Trigger{ID: 9}, a.id, Acknowledgement{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Ack after Close: %v, want ErrClosed", err)
 	}
 

@@ -165,9 +165,9 @@ func (p *participant) Trigger(t Trigger) {
 	}
 }
 
-func (p *participant) NotifyComplete(id coordinator.CheckpointID) {
+func (p *participant) NotifyComplete(c Completion) {
 	select {
-	case p.completed <- id:
+	case p.completed <- c.ID:
 	default:
 	}
 }
@@ -254,7 +254,7 @@ func (p *participant) snapshot(t Trigger) {
 			return
 		}
 		res.Snapshot.OperatorState = []byte(fmt.Sprintf("%s@%d", p.id, t.ID))
-		p.coord.Ack(t, p.id, res)
+		p.coord.Ack(t, p.id, Acknowledgement{Result: res})
 	}()
 }
 

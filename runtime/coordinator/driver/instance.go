@@ -30,6 +30,10 @@ var (
 	// not come from the Instance's Triggers channel, or one already
 	// snapshotted or declined.
 	ErrUnknownTrigger = errors.New("driver: trigger not delivered to this instance, or already handled")
+	// ErrFinished: the Instance has finished (Finish): it answers triggers
+	// by itself, and the operator may no longer Snapshot, Decline or
+	// Finish again.
+	ErrFinished = errors.New("driver: instance finished")
 )
 
 // InstanceOptions configure an Instance (see Coordinator.Join).
@@ -65,6 +69,15 @@ type Notification struct {
 	// checkpoint now makes safe to commit (a Kafka consumer commits its
 	// offsets). It is nil if the instance never snapshotted the checkpoint.
 	OperatorState []byte
+	// Savepoint reports that the checkpoint is a savepoint. A savepoint's
+	// completion implies nothing about checkpoints, and it is not in the
+	// job's recovery lineage: commit side effects on it only when the job
+	// stops on it.
+	Savepoint bool
+	// Final reports a completed final checkpoint: every instance of the
+	// job had finished (Finish) when it snapshotted, so it holds the job's
+	// final state. A finished instance may close once it sees one.
+	Final bool
 }
 
 // Completed reports whether the checkpoint completed.
@@ -104,19 +117,22 @@ type Instance struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // writes and asynchronous declines in flight
 
-	mu       sync.Mutex
-	closed   bool
-	attempts map[coordinator.CheckpointID]*attempt
+	mu        sync.Mutex
+	closed    bool
+	finished  bool   // Finish was called: the instance answers triggers itself
+	finalBlob []byte // the operator state given to Finish
+	attempts  map[coordinator.CheckpointID]*attempt
 }
 
 // attempt is the Instance's part in one checkpoint, from its trigger to its
 // end.
 type attempt struct {
-	t       Trigger
-	taken   bool                      // Snapshot or Decline was called
-	async   *checkpoint.AsyncSnapshot // the write, once started
-	blob    []byte
-	aborted bool // NotifyAborted arrived
+	t        Trigger
+	taken    bool                      // Snapshot or Decline was called
+	async    *checkpoint.AsyncSnapshot // the write, once started
+	blob     []byte
+	finished bool // snapshotted after Finish
+	aborted  bool // NotifyAborted arrived
 }
 
 // Upstream is where an Instance sends its answers to triggers, and whom
@@ -129,7 +145,7 @@ type Upstream interface {
 	// its snapshot. An error means the acknowledgement did not reach the
 	// coordinator, which will therefore never delete the snapshot's file:
 	// the Instance removes it itself.
-	Ack(t Trigger, from coordinator.ParticipantID, res checkpoint.SnapshotResult) error
+	Ack(t Trigger, from coordinator.ParticipantID, a Acknowledgement) error
 	// Decline reports that participant from cannot take part in trigger
 	// t's checkpoint.
 	Decline(t Trigger, from coordinator.ParticipantID, cause error) error
@@ -140,13 +156,28 @@ type Upstream interface {
 
 // Join adds an operator instance to the coordinator and returns it: the
 // instance takes part in every checkpoint triggered from now on. Close it
-// when the operator stops. The error names the InstanceOptions field at
-// fault, or comes from AddParticipant (a participant with the same
-// operator and index already joined).
+// when the operator stops, or Finish it when its input ends. The error
+// names the InstanceOptions field at fault, or comes from AddParticipant:
+// ErrDuplicateInstance if an instance with the same operator and index
+// has joined; with Options.Expected, ErrUnexpectedInstance if the job
+// graph has no such instance or its Store does not own the instance's key
+// groups (runtime.KeyGroupRangeForOperator of the operator's parallelism).
 func (c *Coordinator) Join(opts InstanceOptions) (*Instance, error) {
 	in, err := newInstance(opts, c, c.clock, c.ioTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if sl, ok := c.expected[in.id]; ok && sl.inst.Operator == opts.Operator {
+		cfg := opts.Store.Config()
+		want, err := runtime.KeyGroupRangeForOperator(cfg.MaxParallelism, sl.inst.Parallelism, sl.inst.Index)
+		if err == nil && cfg.KeyGroups != want {
+			err = fmt.Errorf("its Store holds key groups %v of %d", cfg.KeyGroups, cfg.MaxParallelism)
+		}
+		if err != nil {
+			in.cancel()
+			return nil, fmt.Errorf("%w: instance %d of operator %q (parallelism %d) owns key groups %v: %v",
+				ErrUnexpectedInstance, sl.inst.Index, opts.Operator, sl.inst.Parallelism, want, err)
+		}
 	}
 	if err := c.AddParticipant(member{in}); err != nil {
 		in.cancel()
@@ -246,6 +277,15 @@ func (in *Instance) Notifications() <-chan Notification { return in.notes }
 // did not come from Triggers or was handled already, and with
 // ErrInstanceClosed after Close.
 func (in *Instance) Snapshot(t Trigger, operatorState []byte) error {
+	if in.isFinished() {
+		return ErrFinished
+	}
+	return in.snapshot(t, operatorState, false)
+}
+
+// snapshot is Snapshot, for the operator or, once finished, for the
+// Instance's own goroutine.
+func (in *Instance) snapshot(t Trigger, operatorState []byte, finished bool) error {
 	a, skip, err := in.take(t)
 	if skip || err != nil {
 		return err
@@ -266,6 +306,7 @@ func (in *Instance) Snapshot(t Trigger, operatorState []byte) error {
 		return ErrInstanceClosed
 	}
 	a.blob = slices.Clone(operatorState)
+	a.finished = finished
 	a.async = checkpoint.WriteAsync(in.ctx, snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
 	if a.aborted {
 		a.async.Cancel()
@@ -281,6 +322,9 @@ func (in *Instance) Snapshot(t Trigger, operatorState []byte) error {
 // with ErrUnknownTrigger or ErrInstanceClosed, and does nothing for a
 // checkpoint that already ended.
 func (in *Instance) Decline(t Trigger, cause error) error {
+	if in.isFinished() {
+		return ErrFinished
+	}
 	_, skip, err := in.take(t)
 	if skip || err != nil {
 		return err
@@ -325,9 +369,9 @@ func (in *Instance) finish(a *attempt) {
 	res, err := a.async.Wait()
 	in.mu.Lock()
 	aborted := a.aborted
-	if a.t.Options.Savepoint || err != nil {
-		// No completion will be notified: a savepoint's is not, a failed
-		// write's checkpoint is aborted.
+	if err != nil {
+		// No completion will be notified: a failed write's checkpoint is
+		// aborted.
 		delete(in.attempts, a.t.ID)
 	}
 	in.mu.Unlock()
@@ -340,11 +384,68 @@ func (in *Instance) finish(a *attempt) {
 	// A write that finished although its checkpoint was aborted is
 	// acknowledged all the same: the coordinator deletes late files.
 	res.Snapshot.OperatorState = a.blob
-	if err := in.up.Ack(a.t, in.id, res); err != nil {
+	if err := in.up.Ack(a.t, in.id, Acknowledgement{Result: res, Finished: a.finished}); err != nil {
 		// The coordinator is gone: nobody will delete the file but us.
 		ctx, cancel := context.WithTimeout(context.Background(), in.ioTimeout)
 		_ = a.t.Storage.Remove(ctx, a.t.Checkpoint, res.Snapshot.File.Name)
 		cancel()
+	}
+}
+
+// Finish says that the operator has reached the end of its input, for good:
+// operatorState (copied) is its final operator state — the source
+// positions after the last record. Call it on the operator's goroutine,
+// after the last record, instead of Close.
+//
+// From then on the Instance answers every trigger itself, on a goroutine
+// of its own, with a snapshot of the store and this blob, marked finished
+// (as Flink's tasks do since FLIP-147): checkpoints keep completing — and
+// keep holding this instance's key groups — while the other instances
+// still run, and once every instance has finished, the next checkpoint is
+// the job's final one (Notification.Final, Coordinator.Finished). The
+// store is the Instance's from now on: the operator must not use it, nor
+// read Triggers, nor call Snapshot or Decline (ErrFinished); it may read
+// Notifications. Keep the Instance and its store open until the final
+// checkpoint has completed, then Close it (and the store).
+//
+// A trigger that was in the mailbox when Finish was called is answered
+// with the final state too. Finish fails with ErrFinished if called twice
+// and ErrInstanceClosed after Close.
+func (in *Instance) Finish(operatorState []byte) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case in.closed:
+		return ErrInstanceClosed
+	case in.finished:
+		return ErrFinished
+	}
+	in.finished = true
+	in.finalBlob = slices.Clone(operatorState)
+	in.wg.Add(1)
+	go in.serveFinished()
+	return nil
+}
+
+// isFinished reports whether Finish was called.
+func (in *Instance) isFinished() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.finished
+}
+
+// serveFinished answers the triggers of a finished instance until Close.
+func (in *Instance) serveFinished() {
+	defer in.wg.Done()
+	for {
+		select {
+		case t := <-in.triggers:
+			// A failed synchronous phase declines the checkpoint; the
+			// next trigger tries again.
+			_ = in.snapshot(t, in.finalBlob, true)
+		case <-in.ctx.Done():
+			return
+		}
 	}
 }
 
@@ -418,7 +519,7 @@ func (m member) Trigger(t Trigger) {
 	}()
 }
 
-func (m member) NotifyComplete(id coordinator.CheckpointID) {
+func (m member) NotifyComplete(c Completion) {
 	in := m.in
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -426,17 +527,22 @@ func (m member) NotifyComplete(id coordinator.CheckpointID) {
 		return
 	}
 	var blob []byte
-	if a, ok := in.attempts[id]; ok {
+	if a, ok := in.attempts[c.ID]; ok {
 		blob = a.blob
 	}
-	for k, a := range in.attempts {
-		// A completion implies the earlier checkpoints: those still here
-		// were handled and are over (savepoints go on independently).
-		if k <= id && a.taken && !a.t.Options.Savepoint {
-			delete(in.attempts, k)
+	if c.Savepoint {
+		delete(in.attempts, c.ID)
+	} else {
+		for k, a := range in.attempts {
+			// A completion implies the earlier checkpoints: those still
+			// here were handled and are over (savepoints go on
+			// independently).
+			if k <= c.ID && a.taken && !a.t.Options.Savepoint {
+				delete(in.attempts, k)
+			}
 		}
 	}
-	in.notify(Notification{ID: id, OperatorState: blob})
+	in.notify(Notification{ID: c.ID, OperatorState: blob, Savepoint: c.Savepoint, Final: c.Final})
 }
 
 func (m member) NotifyAborted(id coordinator.CheckpointID, err error) {
@@ -447,8 +553,10 @@ func (m member) NotifyAborted(id coordinator.CheckpointID, err error) {
 		return
 	}
 	var blob []byte
+	savepoint := false
 	if a, ok := in.attempts[id]; ok {
 		blob = a.blob
+		savepoint = a.t.Options.Savepoint
 		a.aborted = true
 		if a.async != nil {
 			a.async.Cancel()
@@ -457,5 +565,5 @@ func (m member) NotifyAborted(id coordinator.CheckpointID, err error) {
 			delete(in.attempts, id)
 		}
 	}
-	in.notify(Notification{ID: id, Err: err, OperatorState: blob})
+	in.notify(Notification{ID: id, Err: err, OperatorState: blob, Savepoint: savepoint})
 }

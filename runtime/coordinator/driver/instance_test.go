@@ -341,7 +341,7 @@ func TestJoinValidatesOptions(t *testing.T) {
 	if _, err := c.Join(InstanceOptions{Operator: "op", Store: store}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Join(InstanceOptions{Operator: "op", Store: store}); !errors.Is(err, coordinator.ErrInvalidParticipant) {
-		t.Errorf("second Join of op/0: %v, want ErrInvalidParticipant", err)
+	if _, err := c.Join(InstanceOptions{Operator: "op", Store: store}); !errors.Is(err, ErrDuplicateInstance) {
+		t.Errorf("second Join of op/0: %v, want ErrDuplicateInstance", err)
 	}
 }

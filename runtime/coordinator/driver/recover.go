@@ -18,20 +18,26 @@ import (
 // With the durable counter, an id is never issued twice, even one whose
 // checkpoint left nothing in s: the counter covers every id issued before
 // the restart (see coordinator.Config.IDReservation).
+//
+// Committed checkpoints that lack key groups (written by a version without
+// coverage checks) cannot be restored: they are left in s, but not
+// retained.
 func Recover(ctx context.Context, s checkpoint.Storage) (coordinator.Recovery, error) {
-	return recoverFrom(ctx, s, storageCounter{s})
+	rec, _, err := recoverFrom(ctx, s, storageCounter{s})
+	return rec, err
 }
 
-// recoverFrom is Recover with the id counter read from ids.
-func recoverFrom(ctx context.Context, s checkpoint.Storage, ids IDCounter) (coordinator.Recovery, error) {
-	var rec coordinator.Recovery
+// recoverFrom is Recover with the id counter read from ids; it also
+// returns the committed checkpoints it did not retain because they lack
+// key groups.
+func recoverFrom(ctx context.Context, s checkpoint.Storage, ids IDCounter) (rec coordinator.Recovery, incomplete []string, err error) {
 	counter, err := ids.Read(ctx)
 	if err != nil {
-		return rec, fmt.Errorf("driver: recover: %w", err)
+		return rec, nil, fmt.Errorf("driver: recover: %w", err)
 	}
 	names, err := s.List(ctx)
 	if err != nil {
-		return rec, fmt.Errorf("driver: recover: %w", err)
+		return rec, nil, fmt.Errorf("driver: recover: %w", err)
 	}
 	var maxID uint64
 	for _, name := range names {
@@ -45,18 +51,22 @@ func recoverFrom(ctx context.Context, s checkpoint.Storage, ids IDCounter) (coor
 		case errors.Is(err, checkpoint.ErrNotFound):
 			continue // not committed: debris
 		case err != nil:
-			return rec, fmt.Errorf("driver: recover: %w", err)
+			return rec, nil, fmt.Errorf("driver: recover: %w", err)
 		}
 		maxID = max(maxID, m.CheckpointID)
-		if isCheckpoint {
+		switch {
+		case !isCheckpoint:
+		case m.Complete() != nil:
+			incomplete = append(incomplete, name)
+		default:
 			rec.Retained = append(rec.Retained, fromMetadata(name, id, m))
 		}
 	}
 	if maxID >= uint64(coordinator.MaxID)-1 || counter >= coordinator.MaxID {
-		return rec, fmt.Errorf("driver: recover: checkpoint id %d (counter %d) is beyond the counter's range", maxID, counter)
+		return rec, nil, fmt.Errorf("driver: recover: checkpoint id %d (counter %d) is beyond the counter's range", maxID, counter)
 	}
 	rec.NextID = max(coordinator.CheckpointID(maxID+1), counter)
-	return rec, nil
+	return rec, incomplete, nil
 }
 
 // fromMetadata describes committed checkpoint name as the Core knows
@@ -79,6 +89,7 @@ func fromMetadata(name string, id uint64, m *checkpoint.Metadata) coordinator.Ch
 					Files:         []string{name + "/" + in.File.Name},
 					Bytes:         in.File.Size,
 					OperatorState: in.OperatorState,
+					KeyGroups:     coordinator.KeyGroups{Operator: op.ID, MaxParallelism: op.MaxParallelism, Range: in.KeyGroups},
 					Handle:        handle{operator: op.ID, snapshot: snap},
 				},
 			})

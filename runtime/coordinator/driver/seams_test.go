@@ -257,13 +257,13 @@ type fakeUpstream struct {
 	ackErr   error
 }
 
-func (u *fakeUpstream) Ack(t Trigger, from coordinator.ParticipantID, res checkpoint.SnapshotResult) error {
+func (u *fakeUpstream) Ack(t Trigger, from coordinator.ParticipantID, a Acknowledgement) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.ackErr != nil {
 		return u.ackErr
 	}
-	u.acks = append(u.acks, res)
+	u.acks = append(u.acks, a.Result)
 	return nil
 }
 
@@ -323,7 +323,7 @@ func TestNewInstanceAnswersToItsUpstream(t *testing.T) {
 	if _, err := s.Stat(context.Background(), tr.Checkpoint, res.Snapshot.File.Name); err != nil {
 		t.Errorf("acknowledged file: %v", err)
 	}
-	part.NotifyComplete(7)
+	part.NotifyComplete(Completion{ID: 7})
 	if n := o.nextNote(); n.ID != 7 || !n.Completed() || !slices.Equal(n.OperatorState, res.Snapshot.OperatorState) {
 		t.Errorf("notification %+v", n)
 	}

@@ -473,6 +473,18 @@ func (c *Coordinator) current() (*driver.Coordinator, error) {
 	return c.term.drv, nil
 }
 
+// TriggerCheckpoint takes a checkpoint now, as
+// driver.Coordinator.TriggerCheckpoint; only the leader can (ErrNotLeader
+// otherwise). A failover aborts the checkpoint: Triggered.Wait then fails
+// with driver.ErrClosed.
+func (c *Coordinator) TriggerCheckpoint(ctx context.Context) (*driver.Triggered, error) {
+	d, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	return d.TriggerCheckpoint(ctx)
+}
+
 // Savepoint takes a savepoint, as driver.Coordinator.Savepoint; only the
 // leader can (ErrNotLeader otherwise).
 func (c *Coordinator) Savepoint(ctx context.Context, location string) (coordinator.Record, error) {
@@ -645,7 +657,7 @@ func (t *term) takeover(ctx, tctx context.Context) error {
 		if slices.Contains(listed, id) {
 			// The previous leader completed it but died before it could
 			// say so.
-			t.out.put(c.keys.note(p, id), encode(completedNote(id)))
+			t.out.put(c.keys.note(p, id), encode(completedNote(driver.Completion{ID: id})))
 			finished = append(finished, id)
 			continue
 		}
@@ -842,12 +854,12 @@ func (r *remote) told(id coordinator.CheckpointID) bool {
 	return r.registered.Load()
 }
 
-func (r *remote) NotifyComplete(id coordinator.CheckpointID) {
-	if !r.told(id) {
+func (r *remote) NotifyComplete(n driver.Completion) {
+	if !r.told(n.ID) {
 		return
 	}
-	r.t.out.put(r.t.c.keys.note(r.id, id), encode(completedNote(id)))
-	r.t.out.del(r.t.c.keys.trigger(r.id, id))
+	r.t.out.put(r.t.c.keys.note(r.id, n.ID), encode(completedNote(n)))
+	r.t.out.del(r.t.c.keys.trigger(r.id, n.ID))
 }
 
 func (r *remote) NotifyAborted(id coordinator.CheckpointID, err error) {
@@ -1056,12 +1068,7 @@ func (t *term) ackEvent(ev *clientv3.Event) {
 		if rerr != nil {
 			err = t.drv.Decline(tr, p, fmt.Errorf("etcdcoord: invalid acknowledgement: %w", rerr))
 		} else {
-			err = t.drv.Ack(tr, p, res)
-		}
-		if m.Savepoint {
-			// A savepoint's completion is not notified: its trigger ends
-			// with the acknowledgement.
-			t.out.del(t.c.keys.trigger(p, id))
+			err = t.drv.Ack(tr, p, driver.Acknowledgement{Result: res, Finished: m.Finished})
 		}
 	}
 	if err != nil && !errors.Is(err, driver.ErrClosed) {

@@ -112,8 +112,8 @@ func Join(ctx context.Context, cli *clientv3.Client, opts JoinOptions) (*Instanc
 }
 
 // maxDelivered bounds the triggers a link remembers (to drop duplicates):
-// those of savepoints, whose completion is not notified, are otherwise
-// never forgotten.
+// one whose end is never notified — its notification was lost in a
+// failover — would otherwise never be forgotten.
 const maxDelivered = 1024
 
 // link carries an Instance's messages: it is the Instance's
@@ -325,7 +325,7 @@ func (l *link) handle(k, v []byte) {
 			// A notification of a checkpoint this incarnation never saw
 			// the trigger of is not for it.
 			if mine && m.Completed {
-				l.part.NotifyComplete(id)
+				l.part.NotifyComplete(m.completion())
 			} else if mine {
 				l.part.NotifyAborted(id, m.err())
 			}
@@ -340,10 +340,10 @@ func (l *link) handle(k, v []byte) {
 
 // Ack implements driver.Upstream: it puts the acknowledgement where the
 // leader watches. One larger than MaxMessage is declined instead.
-func (l *link) Ack(t driver.Trigger, from coordinator.ParticipantID, res checkpoint.SnapshotResult) error {
+func (l *link) Ack(t driver.Trigger, from coordinator.ParticipantID, a driver.Acknowledgement) error {
 	val := encode(ackMsg{
 		V: wireVersion, ID: uint64(t.ID), Participant: string(from), Checkpoint: t.Checkpoint,
-		Savepoint: t.Options.Savepoint, Snapshot: newSnapshotMsg(res),
+		Savepoint: t.Options.Savepoint, Snapshot: newSnapshotMsg(a.Result), Finished: a.Finished,
 	})
 	if len(val) > MaxMessage {
 		err := fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(val), MaxMessage)

@@ -130,8 +130,11 @@ type noteMsg struct {
 	V         int    `json:"v"`
 	ID        uint64 `json:"id"`
 	Completed bool   `json:"completed,omitempty"`
+	// Savepoint marks a savepoint, completed or aborted.
+	Savepoint bool `json:"savepoint,omitempty"`
+	// Final marks a completed final checkpoint (driver.Completion.Final).
+	Final bool `json:"final,omitempty"`
 	// The abort (a coordinator.AbortError) otherwise.
-	Savepoint   bool   `json:"savepoint,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	Participant string `json:"participant,omitempty"`
 	Cause       string `json:"cause,omitempty"`
@@ -155,8 +158,13 @@ func (e *remoteCause) Unwrap() error { return e.sentinel }
 
 func (m *noteMsg) version() int { return m.V }
 
-func completedNote(id coordinator.CheckpointID) noteMsg {
-	return noteMsg{V: wireVersion, ID: uint64(id), Completed: true}
+func completedNote(c driver.Completion) noteMsg {
+	return noteMsg{V: wireVersion, ID: uint64(c.ID), Completed: true, Savepoint: c.Savepoint, Final: c.Final}
+}
+
+// completion returns the driver.Completion of a completed note.
+func (m *noteMsg) completion() driver.Completion {
+	return driver.Completion{ID: coordinator.CheckpointID(m.ID), Savepoint: m.Savepoint, Final: m.Final}
 }
 
 func abortedNote(id coordinator.CheckpointID, err error) noteMsg {
@@ -212,7 +220,10 @@ type ackMsg struct {
 	Checkpoint  string       `json:"checkpoint"`
 	Savepoint   bool         `json:"savepoint,omitempty"`
 	Snapshot    *snapshotMsg `json:"snapshot,omitempty"`
-	Decline     *declineMsg  `json:"decline,omitempty"`
+	// Finished marks the acknowledgement of a finished instance
+	// (driver.Acknowledgement.Finished).
+	Finished bool        `json:"finished,omitempty"`
+	Decline  *declineMsg `json:"decline,omitempty"`
 }
 
 func (m *ackMsg) version() int { return m.V }

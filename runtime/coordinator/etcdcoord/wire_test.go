@@ -153,7 +153,7 @@ func TestNotificationsCarryTheAbort(t *testing.T) {
 	if err := m.err(); !errors.As(err, &got) || !errors.Is(err, coordinator.ErrParticipantLost) || err.Error() != sent.Error() {
 		t.Errorf("received %v, sent %v", err, sent)
 	}
-	c := completedNote(9)
+	c := completedNote(driver.Completion{ID: 9})
 	if c.err() != nil {
 		t.Errorf("completion carries %v", c.err())
 	}
