@@ -7,7 +7,11 @@
 //
 // # A job's life
 //
-//  1. Restore. Each operator instance restores its share of the newest
+//  0. Start from a savepoint (optional). A new deployment that starts from
+//     a savepoint calls StartFrom once, before anything else: until a
+//     checkpoint of the new run completes, the restores below return the
+//     savepoint — also after a crash before the first checkpoint.
+//  1. Restore. Each operator instance restores its share of the latest
 //     checkpoint (RestoreLatest, or PlanLatest and RestorePlan.Restore for
 //     the whole operator) into a fresh store, at the job's parallelism, and
 //     takes the old instances' operator-state blobs — its sources'
@@ -16,14 +20,80 @@
 //     committed checkpoints become the retained set, the id counter
 //     continues where it stopped; crash debris is removed
 //     (checkpoint.Cleanup) and a first batch of ids is reserved.
+//     Options.Expected gives it the job graph (see below).
 //  3. Join. Each instance joins (Coordinator.Join) and its operator loop
 //     selects on its input, Instance.Triggers and Instance.Notifications.
-//  4. Run. Every Interval a checkpoint is triggered; see below. Savepoints
-//     are taken on request (Coordinator.Savepoint). If checkpoints keep
-//     failing, Failed is closed and Err says why: stop the job and restart
-//     it from step 1.
-//  5. Stop. Close each Instance, then the Coordinator: pending checkpoints
-//     are aborted and their files deleted; retained checkpoints stay.
+//  4. Run. Every Interval a checkpoint is triggered; see below.
+//     TriggerCheckpoint takes one now, Savepoint a savepoint. If
+//     checkpoints keep failing, Failed is closed and Err says why: stop the
+//     job and restart it from step 1.
+//  5. End. An instance whose input ends calls Instance.Finish with its
+//     final positions and keeps its store open; it goes on taking part in
+//     checkpoints by itself. Once every instance has finished, the next
+//     checkpoint is final (see "Ending a job"). Then close each Instance
+//     and the Coordinator: pending checkpoints are aborted and their files
+//     deleted; retained checkpoints stay. (A job that stops without
+//     ending — to be restarted, or to change its code — closes them at
+//     once, or stops on a savepoint.)
+//
+// # The job graph
+//
+// A checkpoint of keyed state can be restored only if it holds every key
+// group, so it must include every instance of every operator.
+// Options.Expected says which those are — each operator's parallelism, as
+// Flink's JobManager knows the job graph — and every checkpoint is
+// triggered on all of them, joined or not: an instance that has not joined
+// yet, or was closed, has its checkpoints declined on its behalf as not
+// ready (coordinator.ErrNotReady: aborted, not a failure, counted in
+// Counts.NotReady). So the triggers that fire while the instances join one
+// by one, or after one left, complete nothing, and the checkpoint the job
+// restores always holds everything. Join refuses an instance the graph does
+// not have (ErrUnexpectedInstance: an unknown operator, an index beyond
+// the parallelism, a Store that does not own the instance's key groups) or
+// that has joined already (ErrDuplicateInstance). Without Expected the
+// core's coverage check still keeps incomplete checkpoints from completing
+// (see package coordinator, "Coverage"), but they are written first and
+// aborted after; set it for every keyed job.
+//
+// # Ending a job
+//
+// A bounded job — a backfill, a test, a stream that closes — should end on
+// a final checkpoint that holds every instance's last state and source
+// position, so that it can be restored (to resume, or to inspect) exactly
+// where it ended. This is Flink's FLIP-147, and it works the same way:
+//
+//	// On each operator's goroutine, after its last record:
+//	err := inst.Finish(positions)    // the instance answers triggers itself from now on
+//	for n := range inst.Notifications() {
+//		if n.Final { break }         // the final checkpoint completed: commit, then stop
+//	}
+//	inst.Close()
+//
+//	// In the job, once every instance has finished (or just wait: the next
+//	// periodic checkpoint is final too):
+//	t, err := coord.TriggerCheckpoint(ctx)
+//	rec, err := t.Wait(ctx)          // rec.Final; coord.Finished() is closed
+//	coord.Close(ctx)
+//
+// A finished instance snapshots its unchanging store for every trigger,
+// marked finished (coordinator.Payload.Finished), so the checkpoints taken
+// while other instances still run hold its final state too, and the first
+// one in which every instance had finished is final
+// (coordinator.Record.Final, Notification.Final).
+//
+// # Savepoint starts
+//
+// A job deployed from a savepoint (say, after a code change) restores the
+// savepoint with PlanRestore. If it crashed before its first checkpoint,
+// RestoreLatest would find nothing newer — or an older run's checkpoint —
+// and the savepoint's state would be lost. StartFrom therefore records
+// the savepoint as the job's origin in the storage, next to the id
+// counter, with the first checkpoint id of the new run: Latest returns the
+// newest complete checkpoint of the run, or the savepoint while there is
+// none, and never a checkpoint older than the savepoint. The coordinator
+// never deletes a savepoint (the user owns it), and every checkpoint
+// written today is self-contained, the first one after the savepoint
+// included.
 //
 // # The participant protocol
 //
@@ -47,7 +117,9 @@
 //   - When every participant has acknowledged, the Coordinator commits the
 //     checkpoint's metadata and calls NotifyComplete: the operator may now
 //     commit side effects up to the checkpoint — a source commits the
-//     positions of its blob. If the checkpoint is aborted instead
+//     positions of its blob. A savepoint's completion is notified too,
+//     marked as one (Completion.Savepoint): it implies nothing about
+//     checkpoints, and is committed on only when the job stops on it. If the checkpoint is aborted instead
 //     (declined, expired, subsumed, shut down), NotifyAborted: an Instance
 //     cancels the write, and the Coordinator deletes the checkpoint's
 //     files, also those acknowledged too late.

@@ -223,7 +223,9 @@ func (o *operator) soakLoop(stop <-chan struct{}, seed uint64, triggered, comple
 				o.t.Errorf("operator %d, checkpoint %d: %v", o.index, t.ID, err)
 			}
 		case n := <-o.inst.Notifications():
-			if !n.Completed() {
+			if !n.Completed() || n.Savepoint {
+				// Savepoints are notified apart: their ids are not
+				// ordered with the checkpoints'.
 				continue
 			}
 			if k := len(*completed); k > 0 && n.ID <= (*completed)[k-1] {
