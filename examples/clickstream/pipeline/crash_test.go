@@ -68,6 +68,10 @@ type crashSpec struct {
 	Users       int
 	Seed        uint64
 	Lifetime    time.Duration // the child stops by itself after this long
+	// FinishAfter ends the input of instance i early (Config.finishAfter):
+	// such instances finish while the others go on, and keep taking part
+	// in checkpoints with their final state.
+	FinishAfter []int64
 }
 
 func TestMain(m *testing.M) {
@@ -93,7 +97,7 @@ func crashChild(spec string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	cfg := Config{Dir: c.Dir, Users: c.Users, Seed: c.Seed, Interval: c.Interval, Events: 1 << 62}
+	cfg := Config{Dir: c.Dir, Users: c.Users, Seed: c.Seed, Interval: c.Interval, Events: 1 << 62, finishAfter: c.FinishAfter}
 	stores, _, err := resume(ctx, cfg, c.Parallelism, func(restored string) {
 		fmt.Printf("%s %q\n", crashRunning, restored)
 	})
@@ -115,6 +119,7 @@ type crashStats struct {
 	midDelete     int // left an older checkpoint without metadata: killed deleting it
 	debris        int // kills after which Cleanup removed something
 	advanced      int // kills after which the latest checkpoint was a new one
+	finishing     int // ... of a child some of whose instances finished early
 	counterDebris int // uncommitted writes of the id counter left in the end
 	maxOffset     int64
 	lastID        uint64
@@ -193,6 +198,15 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 		spec := crashSpec{
 			Dir: dir, Parallelism: 1 + rng.IntN(4), Interval: time.Duration(20+rng.IntN(31)) * time.Millisecond,
 			Users: users, Seed: streamSeed, Lifetime: 5 * time.Minute,
+		}
+		// Half of the children have instances whose input ends early, at
+		// different offsets: the job must go on checkpointing, and every
+		// checkpoint must restore, while some instances have finished.
+		if rng.IntN(2) == 0 && spec.Parallelism > 1 {
+			spec.FinishAfter = make([]int64, spec.Parallelism)
+			for range spec.Parallelism - 1 {
+				spec.FinishAfter[rng.IntN(spec.Parallelism)] = 1 + rng.Int64N(30_000)
+			}
 		}
 		// When to kill: mostly a random delay after the child's n-th new
 		// checkpoint completed (n in 0..2), so that the chain moves on
@@ -337,6 +351,9 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 		}
 		if name != latest {
 			st.advanced++
+			if spec.FinishAfter != nil {
+				st.finishing++
+			}
 		}
 		latest, st.lastID = name, uint64(id)
 		q := 1 + rng.IntN(4)
@@ -367,8 +384,8 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 	}
 	st.counterDebris += len(tmps)
 	t.Logf("survived %d kills: %d killed during the restore, %d mid-checkpoint-write (%d of them with every data file written, before the metadata commit), "+
-		"%d while deleting a retained checkpoint, %d left debris for cleanup, %d uncommitted id-counter writes left; the latest checkpoint moved on after %d kills; %d chains, the last up to %s (id %d) at stream offset %d, %d events in its reference",
-		st.kills, st.duringRestore, st.midWrite, st.allFiles, st.midDelete, st.debris, st.counterDebris, st.advanced,
+		"%d while deleting a retained checkpoint, %d left debris for cleanup, %d uncommitted id-counter writes left; the latest checkpoint moved on after %d kills (%d of them of a child with instances that finished early); %d chains, the last up to %s (id %d) at stream offset %d, %d events in its reference",
+		st.kills, st.duringRestore, st.midWrite, st.allFiles, st.midDelete, st.debris, st.counterDebris, st.advanced, st.finishing,
 		(kills+crashChainKills-1)/crashChainKills, latest, st.lastID, st.maxOffset, ref.events)
 	if st.advanced == 0 {
 		t.Fatalf("seed %d: no checkpoint completed in %d runs: the test checked nothing", seed, kills)

@@ -45,6 +45,24 @@
 // barriers (Flink's) would buy aligned snapshots across several inputs,
 // which this single-input job does not need.
 //
+// # Joining and ending
+//
+// The coordinator is given the job graph (driver.Options.Expected: the
+// operator at its parallelism), so a checkpoint triggered while the
+// instances are still joining is declined on behalf of those missing, as
+// not ready, and never completes without every key group.
+//
+// When an instance's input ends it calls driver.Instance.Finish with its
+// final Position: from then on the Instance answers triggers by itself
+// with the unchanging store, so checkpoints keep completing while other
+// instances still run. Once every instance has finished, runJob asks for
+// a checkpoint (Coordinator.TriggerCheckpoint); it is final — every
+// instance had finished — and the instances stop when they are notified
+// of it. The job thus ends on a checkpoint that holds its final state: Run
+// restores it and compares it with the reference too. (The crash test
+// makes some instances' inputs end early, at different offsets, and kills
+// the job while they are finished.)
+//
 // # Crash, restore, verification
 //
 // Run first processes the whole stream on one instance without
@@ -57,7 +75,7 @@
 // only the key groups it now owns), replays and runs to the end. Dump
 // reads the final stores and the reference into a canonical, backend- and
 // parallelism-independent form and Compare lists the differences: there
-// must be none.
+// must be none, in the final stores nor in the final checkpoint.
 //
 // The same exactly-once argument holds for a process killed at any instant,
 // any number of times: the crash test (crash_test.go) runs the job in a

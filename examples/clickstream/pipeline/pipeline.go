@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,13 @@ type Config struct {
 	// Progress receives a progress line per second at most during long
 	// phases; nil means none.
 	Progress io.Writer
+
+	// finishAfter[i], if positive, ends instance i's input after the
+	// source has read that many offsets past where the job started: the
+	// instance finishes early, as one whose partition of the input ends
+	// first (the crash test uses it). Nil means every input ends with the
+	// stream.
+	finishAfter []int64
 }
 
 // ConfigError reports an invalid Config field, named by its flag.
@@ -149,6 +157,9 @@ type Phase struct {
 	// reference run, which takes no checkpoint).
 	Counts  coordinator.Counts
 	Summary coordinator.Summary
+	// Final names the final checkpoint the phase ended on, once every
+	// instance had finished; empty for a phase that crashed.
+	Final string
 }
 
 // EventsPerSecond is the phase's throughput.
@@ -183,10 +194,16 @@ type Report struct {
 	Differences []string
 	// DifferenceCount is the number of differing entries.
 	DifferenceCount int
+	// FinalDifferences and FinalDifferenceCount compare the final
+	// checkpoint (After.Final), restored at parallelism 1, with the
+	// reference in the same way.
+	FinalDifferences     []string
+	FinalDifferenceCount int
 }
 
-// Verified reports whether the final state equals the reference.
-func (r *Report) Verified() bool { return r.DifferenceCount == 0 }
+// Verified reports whether the final state, and the final checkpoint the
+// job ended on, equal the reference.
+func (r *Report) Verified() bool { return r.DifferenceCount == 0 && r.FinalDifferenceCount == 0 }
 
 // Run runs the whole demonstration: a reference run, a run with periodic
 // checkpoints that crashes, a restore at another parallelism, a replay to
@@ -253,7 +270,54 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	rep.Keys = len(want)
 	rep.DifferenceCount, rep.Differences = Compare(got, want, 5)
+
+	r.progress("verifying the final checkpoint %s against the reference run", rep.After.Final)
+	restored, err := r.restoreFinal(ctx, rep.After.Final)
+	if err != nil {
+		return nil, fmt.Errorf("restore of the final checkpoint: %w", err)
+	}
+	defer restored.Close()
+	got, err = Dump([]runtime.Store{restored})
+	if err != nil {
+		return nil, fmt.Errorf("dump of the final checkpoint: %w", err)
+	}
+	rep.FinalDifferenceCount, rep.FinalDifferences = Compare(got, want, 5)
 	return rep, nil
+}
+
+// restoreFinal restores the final checkpoint ckpt at parallelism 1, and
+// checks that it is final: every old instance's blob says its input
+// ended at the end of the stream.
+func (r *runner) restoreFinal(ctx context.Context, ckpt string) (runtime.Store, error) {
+	if ckpt == "" {
+		return nil, errors.New("the job did not end on a final checkpoint")
+	}
+	plan, err := driver.PlanRestore(ctx, r.storage, ckpt, Operator, 1, r.cfg.MaxParallelism)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.store(runtime.FullRange(r.cfg.MaxParallelism))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := plan.Restore(ctx, 0, s, nil); err != nil {
+		s.Close()
+		return nil, err
+	}
+	th, err := Thresholds(plan.Instances[0].OperatorStates, r.cfg.MaxParallelism)
+	if err == nil {
+		for g, t := range th {
+			if t != r.cfg.Events-1 {
+				err = fmt.Errorf("%s is not final: key group %d is at offset %d, not %d", ckpt, g, t, r.cfg.Events-1)
+				break
+			}
+		}
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // runner holds what the phases of a run share.
@@ -425,7 +489,7 @@ func (r *runner) operators(p int, restore func(i int, s runtime.Store) ([][]byte
 			return nil, err
 		}
 		op := &operator{index: i, kgs: kgs, store: s, st: st, th: make([]int64, kgs.Len()), last: -1,
-			in: make(chan Event, 1024)}
+			in: make(chan Event, 1024), finished: make(chan struct{})}
 		for g := range op.th {
 			op.th[g] = -1
 		}
@@ -461,23 +525,13 @@ type operator struct {
 	th      []int64
 	last    int64
 	skipped int64
-	// stale counts the triggers at the head of the mailbox that came
-	// before every instance had joined (see markStale).
-	stale int
-}
-
-// markStale is called once every instance of ops has joined the
-// coordinator, before their loops start. A checkpoint triggered while some
-// instances had not joined yet would lack their key groups: committed, it
-// could not be restored. The coordinator delivers triggers on the goroutine
-// that also adds participants, so every trigger of such a checkpoint is in a
-// mailbox by the time the last Join returns; the instances decline what
-// their mailboxes hold now as not ready (a trigger of a complete checkpoint
-// that slipped in meanwhile is declined too, harmlessly).
-func markStale(ops []*operator) {
-	for _, op := range ops {
-		op.stale = len(op.inst.Triggers())
-	}
+	// endAt is the offset at which the input ended: the instance has seen
+	// every event of its key groups before it. Set before the input is
+	// closed.
+	endAt int64
+	// finished is closed once the instance's input has ended and it has
+	// finished (driver.Instance.Finish).
+	finished chan struct{}
 }
 
 // position returns the operator's current Position: runs of key groups
@@ -508,41 +562,51 @@ func (op *operator) handle(e Event, kg int) error {
 }
 
 // loop is the operator's goroutine: it handles its input, and takes
-// checkpoints between two records. It returns when the input is closed
-// or ctx is done (the crash).
+// checkpoints between two records. When its input ends it finishes: the
+// Instance answers triggers with the final state and position from then
+// on, and the loop waits for the job's final checkpoint. It returns once
+// that has completed, or when ctx is done (the crash).
 func (op *operator) loop(ctx context.Context, maxP int) error {
 	var key []byte
+	in, triggers := op.in, op.inst.Triggers()
 	for {
 		select {
-		case e, ok := <-op.in:
+		case e, ok := <-in:
 			if !ok {
-				return nil
+				op.last = max(op.last, op.endAt-1)
+				if err := op.inst.Finish(op.position().Marshal()); err != nil {
+					return fmt.Errorf("instance %d: %w", op.index, err)
+				}
+				in, triggers = nil, nil // the Instance's from now on
+				close(op.finished)
+				continue
 			}
 			key = runtime.AppendStringKey(key[:0], e.User)
 			kg := runtime.KeyGroupOfHash(runtime.HashKey(key), maxP)
 			if err := op.handle(e, kg); err != nil {
 				return err
 			}
-		case t := <-op.inst.Triggers():
-			if op.stale > 0 {
-				op.stale--
-				_ = op.inst.Decline(t, fmt.Errorf("%w: instance %d: triggered before every instance had joined", coordinator.ErrNotReady, op.index))
-				continue
-			}
+		case t := <-triggers:
 			// A failed synchronous phase declines the checkpoint; the
 			// next one will do.
 			_ = op.inst.Snapshot(t, op.position().Marshal())
-		case <-op.inst.Notifications():
+		case n := <-op.inst.Notifications():
 			// A real source would commit its offsets here.
+			if n.Final {
+				return nil
+			}
 		case <-ctx.Done():
 			return nil
 		}
 	}
 }
 
-// runJob starts a coordinator, joins ops to it, feeds them the stream
-// [ph.From, ph.To) and, if crash, abandons them there once a checkpoint
-// has completed; otherwise it closes their inputs and waits for them.
+// runJob starts a coordinator for the job graph of ops (their operator at
+// their parallelism), joins ops to it, feeds them the stream [ph.From,
+// ph.To) and, if crash, abandons them there once a checkpoint has
+// completed. Otherwise each instance finishes when its input ends, and the
+// job ends on a final checkpoint (ph.Final): runJob waits for it and for
+// the instances, and closes them.
 func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash bool) error {
 	coord, err := driver.Start(ctx, driver.Options{
 		Config: coordinator.Config{
@@ -552,6 +616,9 @@ func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash b
 		},
 		Storage: r.storage,
 		Logger:  slog.New(slog.DiscardHandler),
+		// Every checkpoint includes every instance: those triggered while
+		// the instances join are declined as not ready.
+		Expected: map[string]int{Operator: len(ops)},
 	})
 	if err != nil {
 		return err
@@ -562,7 +629,6 @@ func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash b
 			return err
 		}
 	}
-	markStale(ops)
 
 	opCtx, crashNow := context.WithCancel(ctx)
 	defer crashNow()
@@ -588,14 +654,15 @@ func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash b
 			name, len(ops), sent.Load(), ph.To-ph.From, c.Completed)
 	})
 	start := time.Now()
-	srcErr := r.source(opCtx, ops, ph.From, ph.To, &sent)
+	srcErr := r.source(opCtx, ops, ph.From, ph.To, !crash, &sent)
 	if srcErr == nil && crash {
 		srcErr = waitForCheckpoint(opCtx, coord)
 		crashNow() // the crash: the instances stop where they are
 	}
-	if !crash {
-		for _, op := range ops {
-			close(op.in)
+	if srcErr == nil && !crash {
+		ph.Final, srcErr = endOnFinalCheckpoint(opCtx, coord, ops)
+		if srcErr != nil {
+			crashNow()
 		}
 	}
 	wg.Wait()
@@ -627,15 +694,47 @@ func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash b
 }
 
 // source reads the stream [from, to) and sends each event to the instance
-// that owns its user's key group.
-func (r *runner) source(ctx context.Context, ops []*operator, from, to int64, sent *atomic.Int64) error {
+// that owns its user's key group. The input of instance i ends early, once
+// the source has read cfg.finishAfter[i] offsets (if positive): it gets no
+// more events, and its input is closed. With end, every input is closed at
+// the end of the stream.
+func (r *runner) source(ctx context.Context, ops []*operator, from, to int64, end bool, sent *atomic.Int64) error {
 	var key []byte
+	ends := make([]int64, len(ops))
+	for i := range ends {
+		ends[i] = to
+		if i < len(r.cfg.finishAfter) && r.cfg.finishAfter[i] > 0 {
+			ends[i] = min(to, from+r.cfg.finishAfter[i])
+		}
+	}
+	open := slices.Repeat([]bool{true}, len(ops))
+	next := slices.Min(ends) // the next end to act on
+	closeEnded := func(at int64) {
+		next = to + 1
+		for i, op := range ops {
+			switch {
+			case !open[i]:
+			case ends[i] <= at && (end || ends[i] < to):
+				open[i] = false
+				op.endAt = ends[i]
+				close(op.in)
+			default:
+				next = min(next, ends[i])
+			}
+		}
+	}
 	for i := from; i < to; i++ {
+		if i >= next {
+			closeEnded(i)
+		}
 		e := r.stream.Event(i)
 		key = runtime.AppendStringKey(key[:0], e.User)
 		idx, err := runtime.OperatorIndexForKey(key, r.cfg.MaxParallelism, len(ops))
 		if err != nil {
 			return err
+		}
+		if !open[idx] {
+			continue // its input has ended: the event belongs to a later run
 		}
 		select {
 		case ops[idx].in <- e:
@@ -646,8 +745,35 @@ func (r *runner) source(ctx context.Context, ops []*operator, from, to int64, se
 			sent.Store(i - from)
 		}
 	}
+	closeEnded(to)
 	sent.Store(to - from)
 	return nil
+}
+
+// endOnFinalCheckpoint waits until every instance of ops has finished and
+// ends the job on a final checkpoint: it asks for one at once and waits
+// until a final checkpoint has completed (the periodic ones are final too
+// by then), and returns its name.
+func endOnFinalCheckpoint(ctx context.Context, coord *driver.Coordinator, ops []*operator) (string, error) {
+	for _, op := range ops {
+		select {
+		case <-op.finished:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if _, err := coord.TriggerCheckpoint(ctx); err != nil {
+		return "", fmt.Errorf("the final checkpoint: %w", err)
+	}
+	select {
+	case <-coord.Finished():
+	case <-coord.Failed():
+		return "", fmt.Errorf("checkpoints failed: %w", coord.Err())
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	rec, _ := coord.Stats().LastCompleted()
+	return checkpoint.CheckpointName(uint64(rec.ID)), nil
 }
 
 // waitForCheckpoint waits until coord has completed a checkpoint, so that

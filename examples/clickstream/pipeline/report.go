@@ -26,11 +26,20 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "replay:       from offset %d: %d events already in the restored state skipped\n",
 		r.After.From, r.After.Skipped)
 	printPhase(w, "after restore:", r.After)
-	if r.Verified() {
+	fmt.Fprintf(w, "end:          every instance finished; the job ended on the final checkpoint %s\n", r.After.Final)
+	if r.FinalDifferenceCount == 0 {
+		fmt.Fprintf(w, "final checkpoint: restores the reference state, 0 differences\n")
+	} else {
+		fmt.Fprintf(w, "final checkpoint: %d differences from the reference; the first:\n", r.FinalDifferenceCount)
+		for _, d := range r.FinalDifferences {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
+	if r.DifferenceCount == 0 && r.FinalDifferenceCount == 0 {
 		fmt.Fprintf(w, "verified: %d keys, 0 differences\n", r.Keys)
 		return
 	}
-	fmt.Fprintf(w, "NOT verified: %d keys, %d differences; the first:\n", r.Keys, r.DifferenceCount)
+	fmt.Fprintf(w, "NOT verified: %d keys, %d differences; the first:\n", r.Keys, r.DifferenceCount+r.FinalDifferenceCount)
 	for _, d := range r.Differences {
 		fmt.Fprintf(w, "  %s\n", d)
 	}
@@ -39,8 +48,8 @@ func (r *Report) Print(w io.Writer) {
 // printPhase prints a checkpointed phase: throughput and the checkpoint
 // summary.
 func printPhase(w io.Writer, label string, p Phase) {
-	fmt.Fprintf(w, "%-13s p=%d: %d events in %v (%s events/s), %d checkpoints completed, %d aborted or failed\n",
-		label, p.Parallelism, p.To-p.From, round(p.Duration), rate(p), p.Counts.Completed, p.Counts.Failed)
+	fmt.Fprintf(w, "%-13s p=%d: %d events in %v (%s events/s), %d checkpoints completed, %d declined as not ready, %d failed\n",
+		label, p.Parallelism, p.To-p.From, round(p.Duration), rate(p), p.Counts.Completed, p.Counts.NotReady, p.Counts.Failed)
 	s := p.Summary
 	if s.Completed == 0 {
 		return
