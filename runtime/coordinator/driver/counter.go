@@ -23,7 +23,9 @@ import (
 const counterPrefix = "next-id-"
 
 // counterObject names the object of limit (see numbered).
-func counterObject(limit coordinator.CheckpointID) string { return numbered(counterPrefix, uint64(limit)) }
+func counterObject(limit coordinator.CheckpointID) string {
+	return numbered(counterPrefix, uint64(limit))
+}
 
 // parseCounterObject is the inverse of counterObject.
 func parseCounterObject(name string) (coordinator.CheckpointID, bool) {

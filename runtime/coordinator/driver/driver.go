@@ -168,11 +168,11 @@ type Coordinator struct {
 	inflight     int
 	closing      bool
 
-	expected map[coordinator.ParticipantID]*slot // with Options.Expected: every expected instance
-	requests map[coordinator.RequestID]*request // on-demand requests not triggered yet
-	waiters  map[coordinator.CheckpointID]chan outcome
-	later    []func() // inputs to feed the Core once the current decisions are executed
-	reserveErr error  // why the last id reservation failed
+	expected   map[coordinator.ParticipantID]*slot // with Options.Expected: every expected instance
+	requests   map[coordinator.RequestID]*request  // on-demand requests not triggered yet
+	waiters    map[coordinator.CheckpointID]chan outcome
+	later      []func() // inputs to feed the Core once the current decisions are executed
+	reserveErr error    // why the last id reservation failed
 
 	mu       sync.Mutex
 	stats    *coordinator.Stats
