@@ -626,3 +626,31 @@ func retainedIDs(c *Coordinator) []coordinator.CheckpointID {
 	}
 	return ids
 }
+
+// The job graph's names: instance ids are "operator/index" with a
+// canonical decimal index, and ExpectedInstances lists them sorted.
+func TestInstanceIDsOfTheJobGraph(t *testing.T) {
+	for id, want := range map[coordinator.ParticipantID]bool{
+		"counter/0": true, "counter/12": true, "a/b/3": true,
+		"counter/-1": false, "counter/01": false, "counter/x": false, "counter": false, "/0": false, "counter/": false,
+	} {
+		op, i, ok := ParseInstanceID(id)
+		if ok != want || ok && InstanceID(op, i) != id {
+			t.Errorf("ParseInstanceID(%q) = %q, %d, %v", id, op, i, ok)
+		}
+	}
+	got, err := ExpectedInstances(map[string]int{"sink": 1, "counter": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []coordinator.ParticipantID
+	for _, e := range got {
+		ids = append(ids, e.ID())
+	}
+	if want := []coordinator.ParticipantID{"counter/0", "counter/1", "counter/2", "sink/0"}; !slices.Equal(ids, want) {
+		t.Errorf("ExpectedInstances: %v, want %v", ids, want)
+	}
+	if got, err := ExpectedInstances(nil); got != nil || err != nil {
+		t.Errorf("ExpectedInstances(nil) = %v, %v", got, err)
+	}
+}

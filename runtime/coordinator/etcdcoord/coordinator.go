@@ -11,8 +11,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,24 +70,24 @@ type Options struct {
 	// SkipCleanup leaves crash debris in Storage when a term starts (see
 	// driver.Options).
 	SkipCleanup bool
-	// Expected is the job graph: each operator's parallelism. Operator
-	// "op" with parallelism p has the instances "op/0" … "op/<p-1>" (the
-	// participant ids of driver.InstanceOptions{Operator, Index}), and
-	// every checkpoint includes all of them: the leader adds them all to
-	// its driver when it takes over, whether they have registered or not.
-	// A trigger to an expected instance that is not registered (it has
-	// not joined yet, or its lease expired) is declined on its behalf
-	// with an error wrapping coordinator.ErrNotReady — the checkpoint is
-	// aborted without counting as a failure, as Flink refuses to trigger
-	// while a task is not running — so no checkpoint completes without
-	// every instance's key groups. When a registered instance leaves, the
-	// checkpoints pending on it are aborted (coordinator.AbortParticipantLost)
-	// and it stays expected: later checkpoints are declined until it
-	// registers again. A registration that is not expected (an unknown
-	// operator, an index not below the parallelism) is refused with an
-	// error in the log and never takes part in a checkpoint. To change a
-	// parallelism, restart the coordinators with the new Expected (Flink
-	// redeploys the job graph).
+	// Expected is the job graph: each operator's parallelism, passed to
+	// the leader's driver (driver.Options.Expected). Operator "op" with
+	// parallelism p has the instances "op/0" … "op/<p-1>" (the participant
+	// ids of driver.InstanceOptions{Operator, Index}), and every checkpoint
+	// includes all of them, registered or not: a trigger to an expected
+	// instance that is not registered (it has not joined yet, or its lease
+	// expired) is declined on its behalf with an error wrapping
+	// coordinator.ErrNotReady — the checkpoint is aborted without counting
+	// as a failure, as Flink refuses to trigger while a task is not
+	// running — so no checkpoint completes without every instance's key
+	// groups. When a registered instance leaves, the checkpoints pending
+	// on it are aborted (coordinator.AbortParticipantLost) and it stays
+	// expected: later checkpoints are declined until it registers again.
+	// A registration that is not expected (an unknown operator, an index
+	// not below the parallelism) is refused with an error in the log
+	// (driver.ErrUnexpectedInstance) and never takes part in a checkpoint.
+	// To change a parallelism, restart the coordinators with the new
+	// Expected (Flink redeploys the job graph).
 	//
 	// Nil Expected makes the participants exactly the instances
 	// registered now. Beware: then a checkpoint completes with the
@@ -99,52 +97,6 @@ type Options struct {
 	// checkpoint.Restore report the missing key groups). Use nil only for
 	// jobs whose instances do not partition keyed state, or in tests.
 	Expected map[string]int
-}
-
-// checkExpected validates Options.Expected.
-func checkExpected(exp map[string]int) error {
-	for _, op := range slices.Sorted(maps.Keys(exp)) {
-		switch p := exp[op]; {
-		case op == "":
-			return errors.New("etcdcoord: Options.Expected has an empty operator name")
-		case checkpoint.ValidateName(op) != nil:
-			return fmt.Errorf("etcdcoord: Options.Expected: operator %q: %w", op, checkpoint.ValidateName(op))
-		case p <= 0:
-			return fmt.Errorf("etcdcoord: Options.Expected: operator %q has parallelism %d; it must be positive", op, p)
-		}
-	}
-	return nil
-}
-
-// expectedOperator returns the operator participant p is expected as an
-// instance of, and whether it is expected at all.
-func (o *Options) expectedOperator(p coordinator.ParticipantID) (string, bool) {
-	i := strings.LastIndexByte(string(p), '/')
-	if i < 0 {
-		return "", false
-	}
-	op, idx := string(p[:i]), string(p[i+1:])
-	par, ok := o.Expected[op]
-	if !ok {
-		return "", false
-	}
-	n, err := strconv.Atoi(idx)
-	if err != nil || n < 0 || n >= par || strconv.Itoa(n) != idx {
-		return "", false
-	}
-	return op, true
-}
-
-// expectedIDs returns the expected participants, sorted.
-func (o *Options) expectedIDs() []coordinator.ParticipantID {
-	var ids []coordinator.ParticipantID
-	for op, p := range o.Expected {
-		for i := range p {
-			ids = append(ids, coordinator.ParticipantID(fmt.Sprintf("%s/%d", op, i)))
-		}
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // Coordinator is one of a job's coordinator processes. It campaigns for
@@ -196,8 +148,8 @@ func StartCoordinator(ctx context.Context, cli *clientv3.Client, opts Options) (
 	if _, err := opts.Config.Normalize(); err != nil {
 		return nil, err
 	}
-	if err := checkExpected(opts.Expected); err != nil {
-		return nil, err
+	if _, err := driver.ExpectedInstances(opts.Expected); err != nil {
+		return nil, fmt.Errorf("etcdcoord: Options.Expected: %w", err)
 	}
 	opts.Expected = maps.Clone(opts.Expected)
 	if _, err := cli.Get(ctx, k.counter()); err != nil {
@@ -333,13 +285,12 @@ func (c *Coordinator) campaignAndLead() error {
 func (c *Coordinator) lead(sess *concurrency.Session, e *concurrency.Election, f fence) error {
 	elected := time.Now()
 	t := &term{
-		c:       c,
-		fence:   f,
-		out:     newOutbox(c.cli, f, c.log),
-		stale:   map[coordinator.CheckpointID]string{},
-		known:   map[coordinator.ParticipantID]int64{},
-		remotes: map[coordinator.ParticipantID]*remote{},
-		owner:   fmt.Sprintf("%s/%x", c.name, int64(sess.Lease())),
+		c:     c,
+		fence: f,
+		out:   newOutbox(c.cli, f, c.log),
+		stale: map[coordinator.CheckpointID]string{},
+		known: map[coordinator.ParticipantID]int64{},
+		owner: fmt.Sprintf("%s/%x", c.name, int64(sess.Lease())),
 	}
 	tctx, tcancel := context.WithCancel(context.Background())
 	t.wg.Add(1)
@@ -583,18 +534,8 @@ type term struct {
 	// takeover, and that this term aborted, to their storage names.
 	stale map[coordinator.CheckpointID]string
 
-	// gate, while positive, makes every remote decline its triggers as
-	// not ready: an expected participant is being replaced in the driver
-	// (removed, so that the checkpoints pending on it abort, and added
-	// again), and a checkpoint triggered in between must not complete
-	// without it.
-	gate atomic.Int32
-
 	mu    sync.Mutex
 	known map[coordinator.ParticipantID]int64 // participants registered, by the create revision of their registration
-	// remotes are the expected participants (with Options.Expected), all
-	// in the driver, registered or not.
-	remotes map[coordinator.ParticipantID]*remote
 }
 
 // takeover starts a term: it adopts the storage's checkpoints if the job
@@ -687,21 +628,14 @@ func (t *term) takeover(ctx, tctx context.Context) error {
 		SkipCleanup: c.opts.SkipCleanup,
 		Counter:     t.counter,
 		Completed:   t.index,
+		Expected:    c.opts.Expected,
 	})
 	if err != nil {
 		return err
 	}
 	t.base = t.counter.firstRead()
 	if c.opts.Expected != nil {
-		for _, p := range c.opts.expectedIDs() {
-			op, _ := c.opts.expectedOperator(p)
-			r := &remote{t: t, id: p, op: op}
-			if err := t.drv.AddParticipant(r); err != nil {
-				return fmt.Errorf("etcdcoord: adding expected participant %s: %w", p, err)
-			}
-			t.remotes[p] = r
-		}
-		c.log.Info("expected participants added; those not registered decline as not ready", "expected", c.opts.Expected)
+		c.log.Info("job graph: checkpoints are declined as not ready for the expected instances not registered", "expected", c.opts.Expected)
 	}
 	for _, p := range slices.Sorted(maps.Keys(members)) {
 		t.addMember(p, members[p])
@@ -795,44 +729,19 @@ func sleep(ctx context.Context, backoff *time.Duration) {
 }
 
 // remote is the driver's Participant for an instance in another process:
-// its calls become messages in the instance's inbox.
+// its calls become messages in the instance's inbox. It exists while the
+// instance is registered; with Options.Expected, the driver declines on
+// behalf of an expected instance while it has none.
 type remote struct {
 	t  *term
 	id coordinator.ParticipantID
 	op string
-	// registered is set while the participant is registered. An expected
-	// participant that is not (Options.Expected) has its triggers
-	// declined on its behalf.
-	registered atomic.Bool
-
-	mu       sync.Mutex
-	declined map[coordinator.CheckpointID]bool // triggers declined on its behalf, whose end it is not told
 }
 
 func (r *remote) ID() coordinator.ParticipantID { return r.id }
 func (r *remote) Operator() string              { return r.op }
 
 func (r *remote) Trigger(tr driver.Trigger) {
-	if r.t.gate.Load() > 0 || !r.registered.Load() {
-		// Called on the driver's goroutine: the decline goes back
-		// through its event queue from another.
-		r.mu.Lock()
-		if r.declined == nil {
-			r.declined = map[coordinator.CheckpointID]bool{}
-		}
-		r.declined[tr.ID] = true
-		r.mu.Unlock()
-		cause := fmt.Errorf("etcdcoord: expected participant %s is not registered: %w", r.id, coordinator.ErrNotReady)
-		if r.t.gate.Load() > 0 && r.registered.Load() {
-			cause = fmt.Errorf("etcdcoord: an expected participant is being replaced: %w", coordinator.ErrNotReady)
-		}
-		go func() {
-			if err := r.t.drv.Decline(tr, r.id, cause); err != nil && !errors.Is(err, driver.ErrClosed) {
-				r.t.c.log.Warn("decline on behalf of a participant not delivered", "id", tr.ID, "participant", r.id, "err", err)
-			}
-		}()
-		return
-	}
 	for {
 		last := r.t.last.Load()
 		if uint64(tr.ID) <= last || r.t.last.CompareAndSwap(last, uint64(tr.ID)) {
@@ -842,35 +751,19 @@ func (r *remote) Trigger(tr driver.Trigger) {
 	r.t.out.put(r.t.c.keys.trigger(r.id, tr.ID), encode(newTriggerMsg(tr)))
 }
 
-// told reports whether the participant is to be told of checkpoint id's
-// end: not if its trigger was declined on its behalf.
-func (r *remote) told(id coordinator.CheckpointID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.declined[id] {
-		delete(r.declined, id)
-		return false
-	}
-	return r.registered.Load()
-}
-
 func (r *remote) NotifyComplete(n driver.Completion) {
-	if !r.told(n.ID) {
-		return
-	}
 	r.t.out.put(r.t.c.keys.note(r.id, n.ID), encode(completedNote(n)))
 	r.t.out.del(r.t.c.keys.trigger(r.id, n.ID))
 }
 
 func (r *remote) NotifyAborted(id coordinator.CheckpointID, err error) {
-	if !r.told(id) {
-		return
-	}
 	r.t.out.put(r.t.c.keys.note(r.id, id), encode(abortedNote(id, err)))
 	r.t.out.del(r.t.c.keys.trigger(r.id, id))
 }
 
-// addMember adds the participant registered as kv.
+// addMember adds the participant registered as kv. A new registration
+// under an id already known is a restarted instance: what was pending on
+// the old one aborts first.
 func (t *term) addMember(p coordinator.ParticipantID, kv *mvccpb.KeyValue) {
 	var m memberMsg
 	err := decode(kv.Value, &m)
@@ -883,89 +776,28 @@ func (t *term) addMember(p coordinator.ParticipantID, kv *mvccpb.KeyValue) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.c.opts.Expected != nil {
-		t.registerExpectedLocked(p, m, kv.CreateRevision)
-		return
-	}
 	if rev, ok := t.known[p]; ok {
 		if rev == kv.CreateRevision {
 			return
 		}
-		// A new registration under the same id: a restarted instance.
 		t.removeLocked(p)
 	}
-	r := &remote{t: t, id: p, op: m.Operator}
-	r.registered.Store(true)
-	if err := t.drv.AddParticipant(r); err != nil {
-		t.c.log.Error("participant not added", "participant", p, "err", err)
+	if err := t.drv.AddParticipant(&remote{t: t, id: p, op: m.Operator}); err != nil {
+		if !errors.Is(err, driver.ErrClosed) {
+			t.c.log.Error("registration refused: the instance takes part in no checkpoint",
+				"participant", p, "operator", m.Operator, "incarnation", m.Incarnation, "expected", t.c.opts.Expected, "err", err)
+		}
 		return
 	}
 	t.known[p] = kv.CreateRevision
 	t.c.log.Info("participant joined", "participant", p, "operator", m.Operator, "incarnation", m.Incarnation)
 }
 
-// registerExpectedLocked marks expected participant p registered (rev is
-// its registration's create revision), or refuses the registration of an
-// instance that is not expected; t.mu is held.
-func (t *term) registerExpectedLocked(p coordinator.ParticipantID, m memberMsg, rev int64) {
-	op, ok := t.c.opts.expectedOperator(p)
-	if !ok || op != m.Operator {
-		t.c.log.Error("registration refused: the instance is not in the job's expected participants; it takes part in no checkpoint",
-			"participant", p, "operator", m.Operator, "incarnation", m.Incarnation, "expected", t.c.opts.Expected)
-		return
-	}
-	if old, ok := t.known[p]; ok {
-		if old == rev {
-			return
-		}
-		// A new registration under the same id: a restarted instance.
-		// What was pending on the old one aborts.
-		t.removeLocked(p)
-	}
-	t.known[p] = rev
-	t.remotes[p].registered.Store(true)
-	t.c.log.Info("participant joined", "participant", p, "operator", m.Operator, "incarnation", m.Incarnation)
-}
-
-// absentLocked makes expected participant p absent: the driver's
-// checkpoints pending on it abort (participant lost), and later ones are
-// declined on its behalf until it registers again; t.mu is held.
-func (t *term) absentLocked(p coordinator.ParticipantID) {
-	delete(t.known, p)
-	old := t.remotes[p]
-	old.registered.Store(false)
-	r := &remote{t: t, id: p, op: old.op}
-	// Removing and adding again are two driver events: while the gate is
-	// up, a checkpoint triggered between them (without p) is declined.
-	t.gate.Add(1)
-	defer t.gate.Add(-1)
-	if err := t.drv.RemoveParticipant(p); err != nil {
-		if !errors.Is(err, driver.ErrClosed) {
-			t.c.log.Warn("participant not removed", "participant", p, "err", err)
-		}
-		return
-	}
-	if err := t.drv.AddParticipant(r); err != nil {
-		if !errors.Is(err, driver.ErrClosed) {
-			// Not expected to happen; without p the driver could
-			// complete checkpoints without its key groups.
-			t.c.log.Error("expected participant not added back: checkpoints may lack its key groups", "participant", p, "err", err)
-		}
-		return
-	}
-	t.remotes[p] = r
-}
-
 // removeLocked removes participant p and wipes its inbox; t.mu is held.
-// An expected participant stays in the driver, absent.
+// The checkpoints pending on it abort; an expected participant stays in
+// every checkpoint, absent, until it registers again.
 func (t *term) removeLocked(p coordinator.ParticipantID) {
 	if _, ok := t.known[p]; !ok {
-		return
-	}
-	if t.c.opts.Expected != nil {
-		t.absentLocked(p)
-		t.out.delPrefix(t.c.keys.inbox(p))
-		t.c.log.Warn("expected participant left: checkpoints are declined until it registers again", "participant", p)
 		return
 	}
 	delete(t.known, p)
@@ -973,6 +805,10 @@ func (t *term) removeLocked(p coordinator.ParticipantID) {
 		t.c.log.Warn("participant not removed", "participant", p, "err", err)
 	}
 	t.out.delPrefix(t.c.keys.inbox(p))
+	if t.c.opts.Expected != nil {
+		t.c.log.Warn("expected participant left: checkpoints are declined until it registers again", "participant", p)
+		return
+	}
 	t.c.log.Info("participant left", "participant", p)
 }
 

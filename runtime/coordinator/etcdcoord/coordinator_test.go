@@ -90,7 +90,10 @@ func TestSteadyCheckpointsThroughEtcd(t *testing.T) {
 			}
 		}
 		for _, n := range w.notifications() {
-			if !n.Completed() {
+			// Without Options.Expected, the checkpoints triggered while
+			// the workers register one by one lack key groups: they are
+			// aborted as not ready, never completed.
+			if !n.Completed() && !errors.Is(n.Err, coordinator.ErrNotReady) {
 				t.Errorf("worker %d: checkpoint %d aborted: %v", w.index, n.ID, n.Err)
 			}
 		}

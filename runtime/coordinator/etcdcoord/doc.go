@@ -120,26 +120,40 @@
 // alone cannot say which instances those are: a dead instance's
 // registration expires, and a restarted job's instances join one at a
 // time. Options.Expected is therefore the job graph, each operator's
-// parallelism, as Flink's JobManager knows it. The leader adds every
-// expected instance ("op/0" … "op/<p-1>") to its driver when it takes
-// over, registered or not. A trigger to an expected instance that is not
-// registered is declined on its behalf with an error wrapping
-// coordinator.ErrNotReady: the checkpoint aborts without counting towards
-// TolerableFailures — Flink likewise declines to trigger while a task is
-// not running — and no checkpoint completes without that instance. When a
-// registered instance's registration goes, the driver forgets it and adds
-// it back, absent, in two steps; a checkpoint triggered in between is
-// declined too. A registration that Expected does not name (an unknown
-// operator, an index not below the parallelism) is refused, with an error
-// in the log, and never takes part in a checkpoint. Changing a
-// parallelism means starting the coordinators again with the new Expected.
+// parallelism, as Flink's JobManager knows it, and the leader hands it to
+// its driver (driver.Options.Expected), which triggers every checkpoint on
+// every expected instance ("op/0" … "op/<p-1>"), registered or not. A
+// registered instance is the driver participant of its id; for one that
+// is not, the driver declines each trigger on its behalf with an error
+// wrapping coordinator.ErrNotReady: the checkpoint aborts without counting
+// towards TolerableFailures — Flink likewise declines to trigger while a
+// task is not running — and no checkpoint completes without that
+// instance. When a registration goes, the instance becomes absent again
+// in one step of the driver, so no checkpoint can slip in between. A
+// registration that Expected does not name (an unknown operator, an index
+// not below the parallelism) is refused (driver.ErrUnexpectedInstance),
+// with an error in the log, and never takes part in a checkpoint.
+// Changing a parallelism means starting the coordinators again with the
+// new Expected.
 //
-// Without Expected the participants are exactly the registered instances,
-// and a checkpoint completes with whichever are registered when it is
-// triggered — after an instance died, or before all of a restarted job's
-// instances joined, it lacks their key groups and cannot be restored.
-// That mode suits only jobs whose instances hold no keyed state, and
-// tests; a keyed job must set Expected.
+// Without Expected the participants are exactly the registered instances.
+// The core still never completes a checkpoint that lacks key groups (see
+// package coordinator, "Coverage"): one triggered after an instance died,
+// or before all of a restarted job's instances joined, is aborted as
+// incomplete once the others acknowledge — written for nothing. That mode
+// suits jobs whose instances hold no keyed state, and tests; a keyed job
+// sets Expected.
+//
+// # Finished instances, on-demand and final checkpoints
+//
+// A worker whose input ends calls driver.Instance.Finish on its Instance
+// and keeps its process up: the Instance answers triggers with its final
+// state, marked finished in its acknowledgement, so checkpoints keep
+// completing while other workers run. Coordinator.TriggerCheckpoint takes
+// a checkpoint now, on the leader; once every instance has finished, the
+// next checkpoint is final, and its notification says so
+// (driver.Notification.Final) — the worker may then exit. Savepoint
+// completions are notified too, marked as savepoints.
 //
 // # Failover time
 //

@@ -177,29 +177,12 @@ func TestExpectedValidated(t *testing.T) {
 	}{
 		{map[string]int{"counter": 0}, `operator "counter" has parallelism 0`},
 		{map[string]int{"counter": -2}, `operator "counter" has parallelism -2`},
-		{map[string]int{"": 1}, "empty operator name"},
+		{map[string]int{"": 1}, `operator "": checkpoint: invalid name: "" is empty`},
 		{map[string]int{"a/b": 1}, `operator "a/b"`},
 	} {
 		_, err := StartCoordinator(context.Background(), cli, Options{Job: job, Storage: newDir(t), Expected: tc.exp, Config: coordinator.Config{Interval: time.Second}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Expected %v: got %v, want an error mentioning %q", tc.exp, err, tc.want)
 		}
-	}
-}
-
-func TestExpectedOperator(t *testing.T) {
-	o := Options{Expected: map[string]int{"counter": 3, "sink": 1}}
-	for p, want := range map[coordinator.ParticipantID]bool{
-		"counter/0": true, "counter/2": true, "sink/0": true,
-		"counter/3": false, "counter/-1": false, "counter/01": false, "counter/x": false,
-		"sink/1": false, "other/0": false, "counter": false,
-	} {
-		if _, got := o.expectedOperator(p); got != want {
-			t.Errorf("expectedOperator(%q) = %v, want %v", p, got, want)
-		}
-	}
-	want := []coordinator.ParticipantID{"counter/0", "counter/1", "counter/2", "sink/0"}
-	if got := o.expectedIDs(); !slices.Equal(got, want) {
-		t.Errorf("expectedIDs() = %v, want %v", got, want)
 	}
 }

@@ -189,7 +189,7 @@ func (m *noteMsg) err() error {
 		return nil
 	}
 	reason := coordinator.AbortShutdown
-	for r := coordinator.AbortDeclined; r <= coordinator.AbortShutdown; r++ {
+	for r := coordinator.AbortDeclined; r <= coordinator.AbortIncomplete; r++ {
 		if r.String() == m.Reason {
 			reason = r
 		}

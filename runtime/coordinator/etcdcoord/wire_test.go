@@ -157,6 +157,23 @@ func TestNotificationsCarryTheAbort(t *testing.T) {
 	if c.err() != nil {
 		t.Errorf("completion carries %v", c.err())
 	}
+	for _, want := range []driver.Completion{{ID: 9}, {ID: 10, Savepoint: true}, {ID: 11, Final: true}, {ID: 12, Savepoint: true, Final: true}} {
+		var m noteMsg
+		if err := decode([]byte(encode(completedNote(want))), &m); err != nil || m.completion() != want {
+			t.Errorf("completion %+v arrives as %+v (%v)", want, m.completion(), err)
+		}
+	}
+	// Every reason survives the trip, also those added after the wire
+	// format.
+	for r := coordinator.AbortDeclined; r <= coordinator.AbortIncomplete; r++ {
+		var m noteMsg
+		if err := decode([]byte(encode(abortedNote(5, &coordinator.AbortError{ID: 5, Reason: r}))), &m); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.err(); !errors.Is(err, r.Err()) {
+			t.Errorf("an abort for %v arrives as %v", r, err)
+		}
+	}
 	failover := noteMsg{V: 1, ID: 3, Reason: coordinator.AbortShutdown.String(), Cause: "x took over", Failover: true}
 	if err := failover.err(); !errors.Is(err, ErrFailover) || !errors.Is(err, coordinator.ErrShutdown) {
 		t.Errorf("failover abort %v", err)
