@@ -58,8 +58,14 @@ func TestSteady(t *testing.T) {
 		if len(logLines(t, w, `msg="checkpoint completed"`)) == 0 {
 			t.Errorf("%s saw no checkpoint complete", w.name)
 		}
+		// Each finished at the end of the stream and stayed until the
+		// job's final checkpoint, which holds every worker's final state.
+		if len(logLines(t, w, `msg="final checkpoint"`)) != 1 {
+			t.Errorf("%s did not see the final checkpoint", w.name)
+		}
 	}
 	c.verify(dumps)
+	c.verifyFinal()
 }
 
 // Leader failover: the leader is killed with SIGKILL while a checkpoint

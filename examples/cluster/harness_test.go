@@ -18,6 +18,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/checkpoint/s3storage"
 	"github.com/stategen/stategen/examples/clickstream/pipeline"
 	"github.com/stategen/stategen/internal/testenv/etcdtest"
 	"github.com/stategen/stategen/internal/testenv/miniotest"
@@ -385,4 +387,42 @@ func logLines(t *testing.T, p *proc, parts ...string) []string {
 		}
 	}
 	return out
+}
+
+// verifyFinal checks that the job ended on a final checkpoint: the latest
+// checkpoint the index lists, restored at parallelism 1, holds the
+// reference run's final state.
+func (c *cluster) verifyFinal() {
+	c.t.Helper()
+	ctx := context.Background()
+	c.t.Setenv("AWS_ACCESS_KEY_ID", miniotest.AccessKey)
+	c.t.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.SecretKey)
+	storage, err := s3storage.Open(ctx, c.url)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	store, err := cow.New(cow.Options{StoreConfig: runtime.StoreConfig{MaxParallelism: runtime.DefaultMaxParallelism, KeyGroups: runtime.FullRange(runtime.DefaultMaxParallelism)}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := pipeline.OpenClickState(store); err != nil {
+		c.t.Fatal(err)
+	}
+	res, err := etcdcoord.RestoreLatest(ctx, c.cli, etcdcoord.Job{Name: jobName}, storage, pipeline.Operator, 0, 1, store, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	got, err := pipeline.Dump([]runtime.Store{store})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	want, err := reference(ctx, c.stream, runtime.DefaultMaxParallelism)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if n, first := pipeline.Compare(got, want, 3); n != 0 {
+		c.t.Fatalf("the latest checkpoint %s is not the job's final state: %d of %d entries differ; first: %q", res.Checkpoint, n, len(want), first)
+	}
+	c.t.Logf("verified: the job ended on %s, which holds its final state (%d entries)", res.Checkpoint, len(want))
 }

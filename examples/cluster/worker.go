@@ -22,6 +22,7 @@ type workerConfig struct {
 	stream                             pipeline.Stream
 	rate                               float64
 	out                                string
+	finalWait                          time.Duration
 }
 
 // runWorker is "cluster worker".
@@ -39,6 +40,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.IntVar(&w.stream.Users, "users", pipeline.DefaultUsers, "number of distinct users")
 	fs.Float64Var(&w.rate, "rate", 0, "stream offsets read per second (0: unlimited)")
 	fs.StringVar(&w.out, "out", "", "file to write the final state dump to (required)")
+	fs.DurationVar(&w.finalWait, "final-wait", time.Minute, "at the end of the stream, how long to wait for the job's final checkpoint (0: do not wait)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -63,6 +65,8 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		bad = fmt.Errorf("-rate: %v is negative", w.rate)
 	case w.out == "":
 		bad = errors.New("-out: required (the file of the final state dump)")
+	case w.finalWait < 0:
+		bad = fmt.Errorf("-final-wait: %v is negative", w.finalWait)
 	}
 	if bad != nil {
 		fmt.Fprintf(stderr, "cluster worker: %v\n", bad)
@@ -158,9 +162,43 @@ func work(ctx context.Context, c common, cfg workerConfig, log *slog.Logger) err
 		w.inst.Close()
 		return err
 	}
-	w.inst.Close()
 	log.Info("done", "entries", len(contents), "out", w.out, "took", time.Since(start).Round(time.Millisecond))
+	w.end(ctx)
+	w.inst.Close()
 	return nil
+}
+
+// end finishes the instance at the end of the stream — it answers the
+// coordinator's triggers with its final state from now on, so the job
+// keeps checkpointing while other workers run — and waits, up to
+// finalWait, for the job's final checkpoint: the first one after every
+// worker has finished, which holds the whole job's final state.
+func (w *worker) end(ctx context.Context) {
+	if w.finalWait == 0 {
+		return
+	}
+	if err := w.inst.Finish(w.position().Marshal()); err != nil {
+		w.log.Warn("not finished", "err", err)
+		return
+	}
+	w.log.Info("finished: waiting for the final checkpoint", "up to", w.finalWait)
+	timeout := time.NewTimer(w.finalWait)
+	defer timeout.Stop()
+	for {
+		select {
+		case n := <-w.inst.Notifications():
+			w.note(n)
+			if n.Final {
+				w.log.Info("final checkpoint", "checkpoint", uint64(n.ID))
+				return
+			}
+		case <-timeout.C:
+			w.log.Warn("no final checkpoint: not every worker finished in time", "waited", w.finalWait)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // process reads the stream [from, Len), keeping the events of its key

@@ -68,6 +68,15 @@ func TestSteadyCheckpointsThroughEtcd(t *testing.T) {
 	}
 	waitUntil(t, "four checkpoints completed at every instance", func() bool { return len(completedByAll(ws)) >= 4 })
 
+	// An on-demand checkpoint too: the leader triggers it at once.
+	tr, err := c.TriggerCheckpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := tr.Wait(ctx); err != nil || rec.ID != tr.ID || rec.Request == 0 {
+		t.Fatalf("on-demand checkpoint: %+v, %v", rec, err)
+	}
+
 	// A savepoint goes the same way; it is not listed as a checkpoint.
 	sp, err := c.Savepoint(ctx, "before-upgrade")
 	if err != nil {
@@ -183,6 +192,33 @@ func TestSteadyCheckpointsThroughEtcd(t *testing.T) {
 		t.Errorf("Leader after Close: %v, want ErrNoLeader", err)
 	}
 	noStrayObjects(t, s)
+
+	// A new deployment starts from the savepoint: RestoreLatest returns
+	// it, not the older checkpoints of the index, until the new run
+	// completes one of its own.
+	if err := driver.StartFrom(ctx, s, "before-upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	store, err := cow.New(cow.Options{StoreConfig: runtime.StoreConfig{MaxParallelism: maxP, KeyGroups: runtime.FullRange(maxP)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := RestoreLatest(ctx, obs, job, s, "counter", 0, 1, store, nil)
+	if err != nil || !r.Savepoint || r.Checkpoint != "before-upgrade" {
+		t.Fatalf("RestoreLatest after StartFrom: %+v, %v; want the savepoint", r, err)
+	}
+	var atSP []storetest.Contents
+	for _, w := range ws {
+		c, _, ok := w.expectedAt(sp.ID)
+		if !ok {
+			t.Fatalf("worker %d never snapshotted the savepoint", w.index)
+		}
+		atSP = append(atSP, c)
+	}
+	if diff := gocmp.Diff(storetest.Merge(atSP...), dump(t, store)); diff != "" {
+		t.Errorf("the savepoint restores other state (-want +got):\n%s", diff)
+	}
 }
 
 // The leader dies in the middle of a checkpoint (its etcd client and its

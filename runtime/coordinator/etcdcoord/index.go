@@ -87,14 +87,16 @@ func Latest(ctx context.Context, cli *clientv3.Client, job Job) (Completed, erro
 // RestoreLatest is driver.RestoreLatest for a job coordinated through
 // etcd: it restores instance index of parallelism instances of operator
 // from the newest completed checkpoint of job (see Latest), read from s,
-// into store. It fails with driver.ErrNoCheckpoint when there is nothing
-// to restore (store is untouched: the job starts empty).
+// into store — or, if the job was started from a savepoint
+// (driver.StartFrom on s) and none of the index's checkpoints is newer,
+// from that savepoint. It fails with driver.ErrNoCheckpoint when there is
+// nothing to restore (store is untouched: the job starts empty).
 func RestoreLatest(ctx context.Context, cli *clientv3.Client, job Job, s checkpoint.Storage, operator string, index, parallelism int, store runtime.Store, opts *checkpoint.RestoreOptions) (driver.Restored, error) {
-	latest, err := Latest(ctx, cli, job)
+	name, savepoint, err := latestOrOrigin(ctx, cli, job, s)
 	if err != nil {
 		return driver.Restored{}, err
 	}
-	p, err := driver.PlanRestore(ctx, s, latest.Name, operator, parallelism, store.Config().MaxParallelism)
+	p, err := driver.PlanRestore(ctx, s, name, operator, parallelism, store.Config().MaxParallelism)
 	if err != nil {
 		return driver.Restored{}, err
 	}
@@ -102,7 +104,26 @@ func RestoreLatest(ctx context.Context, cli *clientv3.Client, job Job, s checkpo
 	if err != nil {
 		return driver.Restored{}, err
 	}
-	return driver.Restored{Checkpoint: p.Checkpoint, ID: p.ID, OperatorStates: p.Instances[index].OperatorStates, Stats: stats}, nil
+	return driver.Restored{Checkpoint: p.Checkpoint, ID: p.ID, Savepoint: savepoint, OperatorStates: p.Instances[index].OperatorStates, Stats: stats}, nil
+}
+
+// latestOrOrigin names what RestoreLatest restores: the newest completed
+// checkpoint of job, unless the job started from a savepoint after it.
+func latestOrOrigin(ctx context.Context, cli *clientv3.Client, job Job, s checkpoint.Storage) (name string, savepoint bool, err error) {
+	latest, err := Latest(ctx, cli, job)
+	if err != nil && !errors.Is(err, driver.ErrNoCheckpoint) {
+		return "", false, err
+	}
+	origin, started, oerr := driver.ReadOrigin(ctx, s)
+	switch {
+	case oerr != nil:
+		return "", false, oerr
+	case started && (err != nil || latest.ID < origin.Base):
+		return origin.Savepoint, true, nil
+	case err != nil:
+		return "", false, err
+	}
+	return latest.Name, false, nil
 }
 
 // index is a leader's completed-checkpoint index (a

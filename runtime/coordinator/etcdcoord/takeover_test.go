@@ -75,6 +75,10 @@ func TestDeposedLeaderStepsDown(t *testing.T) {
 		t.Fatalf("the deposed leader stopped instead of standing by: %v", a.Err())
 	default:
 	}
+	// A standby refuses what only the leader can do.
+	if _, err := a.TriggerCheckpoint(ctx); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("TriggerCheckpoint on the standby: %v, want ErrNotLeader", err)
+	}
 
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)
