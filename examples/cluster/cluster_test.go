@@ -263,7 +263,7 @@ func TestWorkerRestartedCoordinatorsStay(t *testing.T) {
 	if leader == nil {
 		t.Fatalf("the leader is %q, not one of the coordinators", name)
 	}
-	absent := fmt.Sprintf("%s/1 is not registered", pipeline.Operator)
+	absent := fmt.Sprintf("expected instance %s/1 (of 3) has left", pipeline.Operator)
 	c.waitFor("three checkpoints declined for the absent worker", 30*time.Second, func() bool {
 		return len(logLines(t, leader, absent)) >= 3
 	}, workers[0], workers[2], leader)
