@@ -595,7 +595,12 @@ func (c *Coordinator) report(r coordinator.Record) {
 		if r.Err.Participant != "" {
 			attrs = append(attrs, "participant", string(r.Err.Participant))
 		}
-		c.log.Warn("checkpoint failed", append(attrs, "err", r.Err)...)
+		if r.NotReady() {
+			// Expected while instances join, leave or end: not a failure.
+			c.log.Info("checkpoint aborted: a participant was not ready", append(attrs, "err", r.Err)...)
+		} else {
+			c.log.Warn("checkpoint failed", append(attrs, "err", r.Err)...)
+		}
 		if !errors.Is(r.Err, coordinator.ErrOutcomeUnknown) {
 			// Everything under an aborted checkpoint's name is its own:
 			// delete it whole, with what participants are still writing.
