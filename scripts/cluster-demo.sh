@@ -111,7 +111,7 @@ done
 
 wait_for "$work/coord-a.log" 'msg=counts .*completed=[3-9]' 60
 say "leader coord-a: $(grep 'msg=counts' "$work/coord-a.log" | tail -1 | grep -oE 'triggered=.*')"
-notready=$(grep -c 'is not registered' "$work/coord-a.log" || true)
+notready=$(grep -c 'has not joined yet' "$work/coord-a.log" || true)
 say "checkpoints coord-a declined as not ready while a worker had yet to join (not failures): $notready"
 
 say "kill -9 the leader coord-a"

@@ -105,7 +105,7 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) int {
 			if st := co.Stats(); st != nil {
 				if n := st.Counts(); n != last {
 					last = n
-					log.Info("counts", "triggered", n.Triggered, "completed", n.Completed, "failed", n.Failed, "refused", n.Refused)
+					log.Info("counts", "triggered", n.Triggered, "completed", n.Completed, "failed", n.Failed, "notReady", n.NotReady, "refused", n.Refused)
 				}
 			}
 		}
