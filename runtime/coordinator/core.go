@@ -170,6 +170,15 @@ func New(cfg Config, start time.Time, rec Recovery) (*Core, error) {
 	return c, nil
 }
 
+// shutdownErr is the refusal of a request to a Core that is shut down:
+// ErrShutdown, wrapping the job's failure if it failed.
+func (c *Core) shutdownErr() error {
+	if c.err != nil {
+		return fmt.Errorf("%w: %w", ErrShutdown, c.err)
+	}
+	return ErrShutdown
+}
+
 // Config returns the normalized configuration.
 func (c *Core) Config() Config { return c.cfg }
 
@@ -205,10 +214,7 @@ func (c *Core) RequestSavepoint(now time.Time, location string) (CheckpointID, e
 	defer c.afterStep()
 	switch {
 	case c.shutdown:
-		if c.err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrShutdown, c.err)
-		}
-		return 0, ErrShutdown
+		return 0, c.shutdownErr()
 	case location == "":
 		return 0, ErrInvalidLocation
 	case len(c.participants) == 0:
@@ -251,10 +257,7 @@ func (c *Core) RequestCheckpoint(now time.Time) (RequestID, error) {
 	defer c.afterStep()
 	switch {
 	case c.shutdown:
-		if c.err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrShutdown, c.err)
-		}
-		return 0, ErrShutdown
+		return 0, c.shutdownErr()
 	case len(c.participants) == 0:
 		return 0, ErrNoParticipants
 	case len(c.requests) >= MaxQueuedRequests:
