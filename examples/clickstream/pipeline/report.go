@@ -28,7 +28,7 @@ func (r *Report) Print(w io.Writer) {
 	printPhase(w, "after restore:", r.After)
 	fmt.Fprintf(w, "end:          every instance finished; the job ended on the final checkpoint %s\n", r.After.Final)
 	if r.FinalDifferenceCount == 0 {
-		fmt.Fprintf(w, "final checkpoint: restores the reference state, 0 differences\n")
+		fmt.Fprintf(w, "final checkpoint: restores the reference state exactly\n")
 	} else {
 		fmt.Fprintf(w, "final checkpoint: %d differences from the reference; the first:\n", r.FinalDifferenceCount)
 		for _, d := range r.FinalDifferences {
