@@ -36,9 +36,14 @@
 // it to another package keeps the fingerprint, while renaming, reordering,
 // adding or removing a field, or changing a type, changes it. Keys,
 // namespaces and user keys use the key encoding of their type and values the
-// value encoding, which the position in the schema implies. The fingerprint
-// is "v1:" followed by the first 16 bytes of the SHA-256 of the schema, in
-// lowercase hex.
+// value encoding, which the position in the schema implies. A struct field
+// tagged `stategen:"name"` is called name in the schema, so its Go name can
+// change and its data stay. The fingerprint is "v1:" followed by the first
+// 16 bytes of the SHA-256 of the schema, in lowercase hex.
+//
+// The grammar's parsed form, and the rules of which schema changes a
+// checkpoint migrates across, are package runtime/schema's: State.Schema is
+// SchemaState().String().
 package model
 
 import (
@@ -46,9 +51,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"go/token"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/schema"
 )
 
 // Kind is the kind of a Type.
@@ -233,44 +242,43 @@ func (t *Type) write(b *strings.Builder, qual func(pkg, name string) string) {
 }
 
 // Schema returns t's canonical schema (see the package documentation).
-func (t *Type) Schema() string {
-	var b strings.Builder
-	t.writeSchema(&b)
-	return b.String()
-}
+func (t *Type) Schema() string { return t.SchemaType().String() }
 
-func (t *Type) writeSchema(b *strings.Builder) {
+// SchemaType returns t's structure in the schema grammar's terms (package
+// runtime/schema): defined types are replaced by their structure, and a
+// struct field is named by its `stategen:"name"` tag if it has one — so
+// renaming the Go field keeps its data — and by its Go name otherwise.
+func (t *Type) SchemaType() *schema.Type {
 	switch t.Kind {
 	case Named:
-		t.Under.writeSchema(b)
+		return t.Under.SchemaType()
 	case Array:
-		fmt.Fprintf(b, "[%d]", t.Len)
-		t.Elem.writeSchema(b)
-	case Slice:
-		b.WriteString("[]")
-		t.Elem.writeSchema(b)
+		return &schema.Type{Kind: schema.Array, Len: t.Len, Elem: t.Elem.SchemaType()}
+	case Slice, Pointer:
+		return &schema.Type{Kind: schema.Kind(t.Kind), Elem: t.Elem.SchemaType()}
 	case Map:
-		b.WriteString("map[")
-		t.Key.writeSchema(b)
-		b.WriteByte(']')
-		t.Elem.writeSchema(b)
-	case Pointer:
-		b.WriteByte('*')
-		t.Elem.writeSchema(b)
+		return &schema.Type{Kind: schema.Map, Key: t.Key.SchemaType(), Elem: t.Elem.SchemaType()}
 	case Struct:
-		b.WriteString("struct{")
-		for i, f := range t.Fields {
-			if i > 0 {
-				b.WriteByte(';')
-			}
-			b.WriteString(f.Name)
-			b.WriteByte(' ')
-			f.Type.writeSchema(b)
+		st := &schema.Type{Kind: schema.Struct}
+		for _, f := range t.Fields {
+			st.Fields = append(st.Fields, schema.Field{Name: f.SchemaName(), Type: f.Type.SchemaType()})
 		}
-		b.WriteByte('}')
-	default:
-		b.WriteString(t.Kind.String())
+		return st
 	}
+	return &schema.Type{Kind: schema.Kind(t.Kind)}
+}
+
+// SchemaTag is the struct tag key that names a field in the schema:
+// `stategen:"score"` keeps a field's data when its Go name changes.
+const SchemaTag = "stategen"
+
+// SchemaName returns the field's name in the schema: its SchemaTag, or its
+// Go name.
+func (f Field) SchemaName() string {
+	if name := reflect.StructTag(f.Tag).Get(SchemaTag); name != "" {
+		return name
+	}
+	return f.Name
 }
 
 // MinSize returns the smallest number of bytes the value encoding of t
@@ -410,29 +418,22 @@ func (s *State) Handle() string {
 	return n
 }
 
-// Schema returns the canonical schema string of s (see the package
-// documentation).
-func (s *State) Schema() string {
-	var b strings.Builder
-	b.WriteString("stategen/v1 ")
-	b.WriteString(s.Kind.String())
-	if s.SubKeyed {
-		b.WriteString(" subkeyed")
-	}
-	b.WriteString(" key=")
-	s.Key.writeSchema(&b)
+// SchemaState returns s's schema (package runtime/schema), the parsed form
+// of Schema.
+func (s *State) SchemaState() *schema.State {
+	st := &schema.State{Kind: runtime.Kind(s.Kind), SubKeyed: s.SubKeyed, Key: s.Key.SchemaType(), Value: s.Value.SchemaType()}
 	if s.Namespace != nil {
-		b.WriteString(" namespace=")
-		s.Namespace.writeSchema(&b)
+		st.Namespace = s.Namespace.SchemaType()
 	}
 	if s.UserKey != nil {
-		b.WriteString(" userkey=")
-		s.UserKey.writeSchema(&b)
+		st.UserKey = s.UserKey.SchemaType()
 	}
-	b.WriteString(" value=")
-	s.Value.writeSchema(&b)
-	return b.String()
+	return st
 }
+
+// Schema returns the canonical schema string of s (see the package
+// documentation).
+func (s *State) Schema() string { return s.SchemaState().String() }
 
 // Fingerprint returns the fingerprint of s: "v1:" and the first 16 bytes of
 // the SHA-256 of its schema, in hex.
