@@ -353,7 +353,7 @@ func TestUnsafeStateNameInTheDataFileIndex(t *testing.T) {
 	}
 }
 
-// Format versions 1 (no tag) and 2 (a non-zero tag) read; others fail
+// Format versions 1 (no tag), 2 and 3 (a non-zero tag) read; others fail
 // with ErrUnsupportedVersion, and a tag that does not fit the version is
 // corruption.
 func TestFormatVersionsOfTheDataFile(t *testing.T) {
@@ -362,7 +362,7 @@ func TestFormatVersionsOfTheDataFile(t *testing.T) {
 		_, err := checkpoint.OpenFile("f", bytes.NewReader(data), int64(len(data)))
 		return err
 	}
-	for _, v := range []uint32{0, 3, 1 << 31} {
+	for _, v := range []uint32{0, 4, 1 << 31} {
 		err := open(rawFile{version: v, tag: 1, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}})
 		fe := wantFileError(t, err, checkpoint.ErrUnsupportedVersion, "f")
 		if fe.Offset != 8 || !strings.Contains(err.Error(), fmt.Sprintf("version %d", v)) {
@@ -372,12 +372,15 @@ func TestFormatVersionsOfTheDataFile(t *testing.T) {
 	if err := open(rawFile{version: 1, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}}); err != nil {
 		t.Errorf("a version-1 file: %v", err)
 	}
-	if err := open(rawFile{version: 2, tag: 0x80000001, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}}); err != nil {
-		t.Errorf("a version-2 file: %v", err)
+	for _, v := range []uint32{2, 3} {
+		if err := open(rawFile{version: v, tag: 0x80000001, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}}); err != nil {
+			t.Errorf("a version-%d file: %v", v, err)
+		}
 	}
 	for _, f := range []rawFile{
 		{version: 1, tag: 0x80000001, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}},
 		{version: 2, tag: 0, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}},
+		{version: 3, tag: 0, maxP: 1, start: 0, end: 1, groups: [][]rawSection{nil}},
 	} {
 		fe := wantFileError(t, open(f), checkpoint.ErrCorrupt, "f")
 		if fe.Offset != 24 {

@@ -21,14 +21,15 @@
 // removes. The metadata is indented JSON for people to read:
 //
 //	{
-//	  "formatVersion": 2,
+//	  "formatVersion": 3,
 //	  "checkpointId": 42,
 //	  "timestamp": "2026-01-02T15:04:05Z",
 //	  "operators": [{
 //	    "id": "clicks",
 //	    "maxParallelism": 128,
 //	    "keyGroups": {"start": 0, "end": 128},
-//	    "states": [{"name": "count", "kind": "value", "subKeyed": false, "fingerprint": "v1:int64"}],
+//	    "states": [{"name": "count", "kind": "value", "subKeyed": false, "fingerprint": "v1:6c6f…",
+//	                "schema": "stategen/v1 value key=string value=int64"}],
 //	    "instances": [
 //	      {"keyGroups": {"start": 0, "end": 64}, "states": ["count"],
 //	       "file": {"name": "clicks-0.sgc", "size": 1043, "crc32c": "5b1e6c02", "tag": "9f3a0c11", "entries": 40},
@@ -135,14 +136,21 @@
 // million. Zero is never drawn: it is the tag word of a version-1 file,
 // which has no tag.
 //
-// Version 1 differs only in the header's version field and its word
+// Version 3 adds the writer's schema of every state to the metadata
+// ("schema", the canonical schema string of package runtime/schema, when
+// the state's descriptor has one; its fingerprint is the schema's hash),
+// so that a restore can read the bytes of a state whose Go types have
+// changed since (see "Schema evolution" below); its data files are version
+// 2's but for the version field. Version 2 has no schemas; version 1
+// differs from version 2 only in the header's version field and its word
 // [24,28), which is reserved and zero, and in its metadata, whose
 // "formatVersion" is 1 and whose files have no "tag". This package writes
-// version 2 and reads both, so existing checkpoints stay restorable. A
-// file's version must be its metadata's — a file of the other version
-// belongs to another checkpoint — and a version-2 metadata must record a
-// non-zero tag for every file. Only Verify catches a same-shape swap of
-// version-1 files. Any other version fails with ErrUnsupportedVersion.
+// version 3 and reads all three, so existing checkpoints stay restorable
+// (their states restore when their fingerprints match). A file's version
+// must be its metadata's — a file of another version belongs to another
+// checkpoint — and a version-2 or later metadata must record a non-zero
+// tag for every file. Only Verify catches a same-shape swap of version-1
+// files. Any other version fails with ErrUnsupportedVersion.
 //
 // The metadata carries a checksum too: "checksum" is the CRC32C of its
 // canonical form (the compact JSON encoding, without HTML escaping, of the

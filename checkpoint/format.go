@@ -11,7 +11,7 @@ import (
 // FormatVersion is the version of the data-file and metadata format this
 // package writes. It reads it and every earlier version, back to
 // minFormatVersion.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // minFormatVersion is the oldest format version this package reads:
 // version 1, whose files carry no tag (see the package doc).

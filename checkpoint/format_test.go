@@ -348,10 +348,10 @@ func checkGoldenLayout(t *testing.T, path string, data []byte, version, tag uint
 	}
 }
 
-// TestGoldenFileV2 pins format version 2: the writer must keep producing
+// TestGoldenFileV3 pins format version 3: the writer must keep producing
 // these exact bytes (with the file tag pinned), and the reader must keep
 // reading them. Run with -update only when the format version changes.
-func TestGoldenFileV2(t *testing.T) {
+func TestGoldenFileV3(t *testing.T) {
 	v := goldenView(runtime.KeyGroupRange{Start: 1, End: 3})
 	opts := &checkpoint.WriterOptions{BlockSize: 20, Concurrency: 1}
 	checkpoint.SetFileTag(opts, goldenTag)
@@ -373,7 +373,7 @@ func TestGoldenFileV2(t *testing.T) {
 	if !bytes.Equal(pipelined.Bytes(), got) {
 		t.Errorf("the pipelined writer's bytes differ from the sequential writer's\npipelined  %x\nsequential %x", pipelined.Bytes(), got)
 	}
-	path := filepath.Join("testdata", "v2-small.sgc")
+	path := filepath.Join("testdata", "v3-small.sgc")
 	want := checkGolden(t, path, got)
 	fv, err := checkpoint.OpenFile(path, bytes.NewReader(want), int64(len(want)))
 	if err != nil {
@@ -382,11 +382,41 @@ func TestGoldenFileV2(t *testing.T) {
 	if diff := cmp.Diff(dump(t, v), dump(t, fv)); diff != "" {
 		t.Fatalf("contents of %s differ:\n%s", path, diff)
 	}
+	checkGoldenLayout(t, path, want, 3, goldenTag)
+	// A version-3 data file is a version-2 one but for the version field
+	// (and so the header's CRC32C).
+	v2, err := os.ReadFile(filepath.Join("testdata", "v2-small.sgc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(v2[12:28], want[12:28]) || !bytes.Equal(v2[32:], want[32:]) {
+		t.Errorf("the version-2 and -3 golden files differ beyond the version field")
+	}
+	if rb := goldenRaw(3, goldenTag).bytes(); !bytes.Equal(rb, want) {
+		t.Errorf("the layout rebuilt from the package doc differs from the writer's:\ndoc    %x\nwriter %x", rb, want)
+	}
+}
+
+// TestGoldenFileV2 keeps format version 2 readable: the file a version-2
+// writer produced reads, and it is the package doc's layout with version 2.
+// As the package doc says, the whole file's CRC32C does not see the header,
+// which ends with its own CRC32C: the version-1 file, which differs only
+// there, has the same one. The tag is what tells them apart.
+func TestGoldenFileV2(t *testing.T) {
+	v := goldenView(runtime.KeyGroupRange{Start: 1, End: 3})
+	path := filepath.Join("testdata", "v2-small.sgc")
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fv, err := checkpoint.OpenFile(path, bytes.NewReader(want), int64(len(want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(dump(t, v), dump(t, fv)); diff != "" {
+		t.Fatalf("contents of %s differ:\n%s", path, diff)
+	}
 	checkGoldenLayout(t, path, want, 2, goldenTag)
-	// As the package doc says, the whole file's CRC32C does not see the
-	// header, which ends with its own CRC32C: the version-1 file, which
-	// differs only there, has the same one. The tag is what tells them
-	// apart.
 	v1, err := os.ReadFile(filepath.Join("testdata", "v1-small.sgc"))
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +425,7 @@ func TestGoldenFileV2(t *testing.T) {
 		t.Errorf("the version-1 and -2 golden files differ beyond the header, or in CRC32C (%08x, %08x)", c1, c2)
 	}
 	if rb := goldenRaw(2, goldenTag).bytes(); !bytes.Equal(rb, want) {
-		t.Errorf("the layout rebuilt from the package doc differs from the writer's:\ndoc    %x\nwriter %x", rb, want)
+		t.Errorf("the version-2 layout rebuilt from the package doc differs from %s:\ndoc  %x\nfile %x", path, rb, want)
 	}
 }
 

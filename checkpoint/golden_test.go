@@ -15,16 +15,17 @@ import (
 
 // The golden checkpoints: goldenView in two instances of 20-byte blocks,
 // committed as checkpoint 7 of operator "op", by this package's writer
-// (testdata/v2-checkpoint, with the file tags pinned) and by the version-1
-// writer (testdata/v1-checkpoint, which no test rewrites: it is what a
-// user's existing checkpoint looks like).
+// (testdata/v3-checkpoint, with the file tags pinned), and by the version-2
+// and version-1 writers (testdata/v2-checkpoint, testdata/v1-checkpoint,
+// which no test rewrites: they are what a user's existing checkpoints look
+// like).
 var (
 	goldenCheckpoint = checkpoint.CheckpointName(7)
 	goldenFiles      = []string{"op-0-of-2.sgc", "op-1-of-2.sgc"}
 	goldenTags       = []uint32{goldenTag, 0x0c11f3a9}
 )
 
-// writeGoldenCheckpoint writes the version-2 golden checkpoint into s.
+// writeGoldenCheckpoint writes the golden checkpoint of this version into s.
 func writeGoldenCheckpoint(t *testing.T, s checkpoint.Storage) {
 	t.Helper()
 	v := goldenView(runtime.FullRange(4))
@@ -52,17 +53,17 @@ func writeGoldenCheckpoint(t *testing.T, s checkpoint.Storage) {
 	}
 }
 
-// TestGoldenCheckpointV2 pins the version-2 checkpoint, metadata included:
+// TestGoldenCheckpointV3 pins the version-3 checkpoint, metadata included:
 // the writer must keep producing these exact objects, and they must keep
 // restoring. Run with -update only when the format version changes.
-func TestGoldenCheckpointV2(t *testing.T) {
+func TestGoldenCheckpointV3(t *testing.T) {
 	s := checkpoint.NewMem()
 	writeGoldenCheckpoint(t, s)
-	dir := filepath.Join("testdata", "v2-checkpoint", goldenCheckpoint)
+	dir := filepath.Join("testdata", "v3-checkpoint", goldenCheckpoint)
 	for _, name := range append([]string{checkpoint.MetadataName}, goldenFiles...) {
 		checkGolden(t, filepath.Join(dir, name), readObject(t, s, goldenCheckpoint, name))
 	}
-	m := checkGoldenCheckpoint(t, "v2-checkpoint", 2)
+	m := checkGoldenCheckpoint(t, "v3-checkpoint", 3)
 	for i, in := range m.Operators[0].Instances {
 		if in.File.Tag != goldenTags[i] {
 			t.Errorf("instance %d: tag %08x in the metadata, want %08x", i, in.File.Tag, goldenTags[i])
@@ -72,9 +73,20 @@ func TestGoldenCheckpointV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"formatVersion": 2,`, `"tag": "9f3a0c11"`, `"tag": "0c11f3a9"`} {
+	for _, want := range []string{`"formatVersion": 3,`, `"tag": "9f3a0c11"`, `"tag": "0c11f3a9"`} {
 		if !bytes.Contains(meta, []byte(want)) {
 			t.Errorf("the golden metadata does not contain %s:\n%s", want, meta)
+		}
+	}
+}
+
+// TestGoldenCheckpointV2 keeps a checkpoint of the version-2 writer
+// restorable: tags, but no schemas.
+func TestGoldenCheckpointV2(t *testing.T) {
+	m := checkGoldenCheckpoint(t, "v2-checkpoint", 2)
+	for i, in := range m.Operators[0].Instances {
+		if in.File.Tag != goldenTags[i] {
+			t.Errorf("instance %d: tag %08x in the metadata, want %08x", i, in.File.Tag, goldenTags[i])
 		}
 	}
 }
@@ -150,6 +162,8 @@ func TestFormatVersionOfFileAndMetadataDisagree(t *testing.T) {
 	}{
 		{"version-1 metadata, version-2 file", "v1-checkpoint", "v2-checkpoint", "version 2", "version 1"},
 		{"version-2 metadata, version-1 file", "v2-checkpoint", "v1-checkpoint", "version 1", "version 2"},
+		{"version-3 metadata, version-2 file", "v3-checkpoint", "v2-checkpoint", "version 2", "version 3"},
+		{"version-2 metadata, version-3 file", "v2-checkpoint", "v3-checkpoint", "version 3", "version 2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/schema"
 )
 
 // Metadata is the content of a checkpoint's metadata object (MetadataName):
@@ -121,6 +122,8 @@ type (
 		Kind        string `json:"kind"`
 		SubKeyed    bool   `json:"subKeyed"`
 		Fingerprint string `json:"fingerprint"`
+		// Schema is the writer's schema; version 3 only.
+		Schema string `json:"schema,omitempty"`
 	}
 	instanceJSON struct {
 		KeyGroups     rangeJSON `json:"keyGroups"`
@@ -167,6 +170,9 @@ func (m *Metadata) Marshal() ([]byte, error) {
 		}
 		for k, s := range op.States {
 			oj.States[k] = stateJSON{Name: s.Name, Kind: s.Kind.String(), SubKeyed: s.SubKeyed, Fingerprint: s.Fingerprint}
+			if version >= 3 {
+				oj.States[k].Schema = s.Schema
+			}
 		}
 		for k, in := range op.Instances {
 			oj.Instances[k] = instanceJSON{
@@ -277,7 +283,7 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 				return nil, &FileError{Path: path, Offset: -1, Field: fmt.Sprintf("%s.states[%d].kind", field, k),
 					Reason: "invalid kind", Err: ErrCorrupt, Cause: err}
 			}
-			op.States[k] = runtime.StateSpec{Name: sj.Name, Kind: kind, SubKeyed: sj.SubKeyed, Fingerprint: sj.Fingerprint}
+			op.States[k] = runtime.StateSpec{Name: sj.Name, Kind: kind, SubKeyed: sj.SubKeyed, Fingerprint: sj.Fingerprint, Schema: sj.Schema}
 		}
 		for k, ij := range oj.Instances {
 			f := fmt.Sprintf("%s.instances[%d].file.crc32c", field, k)
@@ -390,6 +396,12 @@ func (m *Metadata) validate(path string) error {
 		for k, s := range op.States {
 			if err := s.Validate(); err != nil {
 				return bad(fmt.Sprintf(".states[%d]", k), err, "invalid state descriptor")
+			}
+			if s.Schema != "" && version < 3 {
+				return bad(fmt.Sprintf(".states[%d].schema", k), nil, "a version-%d metadata records no schemas", version)
+			}
+			if err := checkSchema(s); err != nil {
+				return bad(fmt.Sprintf(".states[%d].schema", k), err, "invalid schema of state %q", s.Name)
 			}
 			if k > 0 && op.States[k-1].Name >= s.Name {
 				return bad(fmt.Sprintf(".states[%d].name", k), nil, "state %q is not sorted after %q (or appears twice)", s.Name, op.States[k-1].Name)
@@ -624,4 +636,29 @@ func ReadMetadata(ctx context.Context, s Storage, ckpt string) (*Metadata, error
 		return nil, &FileError{Path: path, Offset: int64(n), Reason: "read failed (truncated)", Err: ErrCorrupt, Cause: err}
 	}
 	return parseMetadata(path, data)
+}
+
+// checkSchema checks a state's schema, if it has one: a schema string of
+// its kind and sub-keying, whose hash is its fingerprint.
+func checkSchema(s runtime.StateSpec) error {
+	if s.Schema == "" {
+		return nil
+	}
+	st, err := schema.Parse(s.Schema)
+	switch {
+	case err != nil:
+		return err
+	case st.Kind != s.Kind || st.SubKeyed != s.SubKeyed:
+		return fmt.Errorf("the schema describes a %s, the state is a %s", schemaKind(st.Kind, st.SubKeyed), schemaKind(s.Kind, s.SubKeyed))
+	case schema.Fingerprint(s.Schema) != s.Fingerprint:
+		return fmt.Errorf("the schema hashes to %s, not to the state's fingerprint %s", schema.Fingerprint(s.Schema), s.Fingerprint)
+	}
+	return nil
+}
+
+func schemaKind(k runtime.Kind, subKeyed bool) string {
+	if subKeyed {
+		return "sub-keyed " + k.String() + " state"
+	}
+	return k.String() + " state"
 }

@@ -14,7 +14,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/schema"
 )
+
+// countSchema is the schema of sampleMetadata's state "count".
+const countSchema = "stategen/v1 value key=string value=int64"
 
 func sampleMetadata() *Metadata {
 	return &Metadata{
@@ -27,7 +31,7 @@ func sampleMetadata() *Metadata {
 			MaxParallelism: 8,
 			KeyGroups:      runtime.FullRange(8),
 			States: []runtime.StateSpec{
-				{Name: "count", Kind: runtime.KindValue, Fingerprint: "v1:int64"},
+				{Name: "count", Kind: runtime.KindValue, Fingerprint: schema.Fingerprint(countSchema), Schema: countSchema},
 				{Name: "windows", Kind: runtime.KindSortedMap, SubKeyed: true, Fingerprint: "sm"},
 			},
 			Instances: []Instance{
@@ -38,6 +42,17 @@ func sampleMetadata() *Metadata {
 			},
 		}},
 	}
+}
+
+// withoutSchemas clears the schemas of m's states, as a version-1 or -2
+// metadata has none, and returns m.
+func withoutSchemas(m *Metadata) *Metadata {
+	for i := range m.Operators {
+		for k := range m.Operators[i].States {
+			m.Operators[i].States[k].Schema = ""
+		}
+	}
+	return m
 }
 
 // rawMetadata returns the JSON of sampleMetadata after edit, with a valid
@@ -80,7 +95,7 @@ func TestMetadataRoundTrip(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	// Human-readable: indented, kinds by name, checksums in hex.
-	for _, want := range []string{"\n  \"formatVersion\": 2,", `"kind": "sortedmap"`, `"crc32c": "5b1e6c02"`, `"tag": "9f3a0c11"`, `"tag": "00000001"`,
+	for _, want := range []string{"\n  \"formatVersion\": 3,", `"kind": "sortedmap"`, `"schema": "stategen/v1 value key=string value=int64"`, `"crc32c": "5b1e6c02"`, `"tag": "9f3a0c11"`, `"tag": "00000001"`,
 		`"checksum": "`, `"subKeyed": true`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("metadata does not contain %s:\n%s", want, b)
@@ -128,7 +143,16 @@ func TestMetadataRejectsBadFields(t *testing.T) {
 		{"tag upper case", func(j *metadataJSON) { inst(j).File.Tag = "9F3A0C11" }, "operators[0].instances[0].file.tag"},
 		{"tag too short", func(j *metadataJSON) { inst(j).File.Tag = "9f3a0c1" }, "operators[0].instances[0].file.tag"},
 		{"tag zero", func(j *metadataJSON) { j.Operators[0].Instances[1].File.Tag = "00000000" }, "operators[0].instances[1].file.tag"},
-		{"tag in a version-1 metadata", func(j *metadataJSON) { j.FormatVersion = 1 }, "operators[0].instances[0].file.tag"},
+		{"tag in a version-1 metadata", func(j *metadataJSON) { j.FormatVersion = 1; j.Operators[0].States[0].Schema = "" }, "operators[0].instances[0].file.tag"},
+		{"schema in a version-2 metadata", func(j *metadataJSON) { j.FormatVersion = 2 }, "operators[0].states[0].schema"},
+		{"schema unparsable", func(j *metadataJSON) { j.Operators[0].States[0].Schema = "stategen/v1 value key=string" }, "operators[0].states[0].schema"},
+		{"schema of another fingerprint", func(j *metadataJSON) {
+			j.Operators[0].States[0].Schema = "stategen/v1 value key=string value=int32"
+		}, "operators[0].states[0].schema"},
+		{"schema of another kind", func(j *metadataJSON) {
+			j.Operators[0].States[0].Schema = "stategen/v1 list key=string value=int64"
+			j.Operators[0].States[0].Fingerprint = schema.Fingerprint(j.Operators[0].States[0].Schema)
+		}, "operators[0].states[0].schema"},
 		{"operator id unsafe", func(j *metadataJSON) { j.Operators[0].ID = "../op" }, "operators[0].id"},
 		{"operator twice", func(j *metadataJSON) {
 			j.Operators = append(j.Operators, j.Operators[0])
@@ -171,8 +195,8 @@ func TestMetadataRejectsBadDocuments(t *testing.T) {
 		sentinel error
 		field    string
 	}{
-		{"format version 3", bytes.Replace(good, []byte(`"formatVersion": 2`), []byte(`"formatVersion": 3`), 1), ErrUnsupportedVersion, "formatVersion"},
-		{"format version 3 with unknown fields", []byte(`{"formatVersion": 3, "shards": []}`), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 4", bytes.Replace(good, []byte(`"formatVersion": 3`), []byte(`"formatVersion": 4`), 1), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 4 with unknown fields", []byte(`{"formatVersion": 4, "shards": []}`), ErrUnsupportedVersion, "formatVersion"},
 		{"format version 0", []byte(`{"formatVersion": 0}`), ErrUnsupportedVersion, "formatVersion"},
 		{"format version 1.5", []byte(`{"formatVersion": 1.5}`), ErrUnsupportedVersion, "formatVersion"},
 		{"format version a string", []byte(`{"formatVersion": "2"}`), ErrUnsupportedVersion, "formatVersion"},
@@ -217,11 +241,11 @@ func TestMarshalRefusesInvalidMetadata(t *testing.T) {
 		t.Errorf("Marshal of an unsafe file name = %v", err)
 	}
 	m = sampleMetadata()
-	m.FormatVersion = 3
+	m.FormatVersion = 4
 	if _, err := m.Marshal(); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Errorf("Marshal of version 3 = %v", err)
+		t.Errorf("Marshal of version 4 = %v", err)
 	}
-	m = sampleMetadata()
+	m = withoutSchemas(sampleMetadata())
 	m.FormatVersion = 1
 	if _, err := m.Marshal(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "file.tag") {
 		t.Errorf("Marshal of version 1 with file tags = %v", err)
@@ -229,14 +253,19 @@ func TestMarshalRefusesInvalidMetadata(t *testing.T) {
 	m = sampleMetadata()
 	m.Operators[0].Instances[1].File.Tag = 0
 	if _, err := m.Marshal(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "operators[0].instances[1].file.tag") {
-		t.Errorf("Marshal of version 2 with a zero file tag = %v", err)
+		t.Errorf("Marshal of version 3 with a zero file tag = %v", err)
+	}
+	m = sampleMetadata()
+	m.FormatVersion = 2
+	if _, err := m.Marshal(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "operators[0].states[0].schema") {
+		t.Errorf("Marshal of version 2 with a schema = %v", err)
 	}
 }
 
 // The metadata of a version-1 checkpoint, which has no file tags, parses
 // and marshals as it was, so that tools rewrite it unchanged.
 func TestMetadataVersion1RoundTrip(t *testing.T) {
-	m := sampleMetadata()
+	m := withoutSchemas(sampleMetadata())
 	m.FormatVersion = 1
 	for i := range m.Operators[0].Instances {
 		m.Operators[0].Instances[i].File.Tag = 0

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stategen/stategen/gen"
+	"github.com/stategen/stategen/gen/load"
+	"github.com/stategen/stategen/runtime/schema"
 )
 
 // repoRoot returns the root of the module, two levels above this package.
@@ -222,5 +224,30 @@ func BenchmarkGenerate(b *testing.B) {
 		if _, err := gen.Generate(gen.Config{Dir: root}, "./generated/..."); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Every schema the generator derives is one runtime/schema parses back to
+// the same string: the grammar has one implementation, and a checkpoint's
+// writer's schema is always readable.
+func TestSchemasParse(t *testing.T) {
+	pkgs, err := load.Load(load.Config{Dir: repoRoot(t)}, "./generated/...", "./examples/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pkgs {
+		for _, s := range p.Structs {
+			for _, st := range s.States {
+				got, err := schema.Parse(st.Schema())
+				if err != nil || got.String() != st.Schema() {
+					t.Errorf("state %q: Parse(%q) = %v, %v", st.Name, st.Schema(), got, err)
+				}
+				n++
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d states checked", n)
 	}
 }

@@ -29,6 +29,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
 		Key:         runtime.StringCodec{},
 		Name:        "clicks",
+		Schema:      "stategen/v1 value key=string value=int64",
 		Value:       runtime.Int64Codec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Clicks: %w", err)
@@ -37,6 +38,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:eb0f7c514ec7e8f043f086658e6233e5",
 		Key:         runtime.StringCodec{},
 		Name:        "last-event",
+		Schema:      "stategen/v1 value key=string value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
 		Value:       EventCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Last: %w", err)
@@ -45,6 +47,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:b23e870282e4a3a6f6cce5e1003b1b43",
 		Key:         runtime.StringCodec{},
 		Name:        "history",
+		Schema:      "stategen/v1 list key=string value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
 		Value:       EventCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field History: %w", err)
@@ -53,6 +56,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:46d775ce260d8e4f9d8397caf688ddca",
 		Key:         runtime.StringCodec{},
 		Name:        "pages",
+		Schema:      "stategen/v1 map key=string userkey=string value=int64",
 		UserKey:     runtime.StringCodec{},
 		Value:       runtime.Int64Codec{},
 	}); err != nil {
@@ -62,6 +66,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:42d885b1e579b2391f1b48fa039e0619",
 		Key:         runtime.Int64Codec{},
 		Name:        "Timeline",
+		Schema:      "stategen/v1 sortedmap key=int64 userkey=time value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
 		UserKey:     runtime.TimeCodec{},
 		Value:       EventCodec{},
 	}); err != nil {
@@ -92,6 +97,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Key:         runtime.StringCodec{},
 		Name:        "aggs",
 		Namespace:   WindowCodec{},
+		Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}",
 		Value:       AggCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Aggs: %w", err)
@@ -101,6 +107,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Key:         SessionKeyCodec{},
 		Name:        "samples",
 		Namespace:   WindowCodec{},
+		Schema:      "stategen/v1 list subkeyed key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} namespace=struct{Start int64;End int64} value=struct{B bool;I int;I8 int8;I16 int16;I32 int32;I64 int64;U uint;U8 uint8;U16 uint16;U32 uint32;U64 uint64;F32 float32;F64 float64;S string;Bs bytes;T time;D duration}",
 		Value:       ScalarsCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Samples: %w", err)
@@ -110,6 +117,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Key:         runtime.Uint64Codec{},
 		Name:        "seen",
 		Namespace:   WindowCodec{},
+		Schema:      "stategen/v1 map subkeyed key=uint64 namespace=struct{Start int64;End int64} userkey=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=uint8",
 		UserKey:     SessionKeyCodec{},
 		Value:       ColorCodec{},
 	}); err != nil {
@@ -120,6 +128,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Key:         LevelCodec{},
 		Name:        "ranked",
 		Namespace:   runtime.Int32Codec{},
+		Schema:      "stategen/v1 sortedmap subkeyed key=string namespace=int32 userkey=float64 value=bytes",
 		UserKey:     runtime.Float64Codec{},
 		Value:       runtime.BytesCodec{},
 	}); err != nil {
@@ -129,6 +138,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Fingerprint: "v1:72503ad438416eeeedb7fdf681b44c3c",
 		Key:         stategenCodecGeoPoint{},
 		Name:        "places",
+		Schema:      "stategen/v1 sortedmap key=struct{Lat float64;Lon float64} userkey=[16]uint8 value=struct{First string;Second bytes}",
 		UserKey:     stategenCodecArray16OfUint8{},
 		Value:       stategenCodecGeoPairOfLevelAndBlob{},
 	}); err != nil {
@@ -138,6 +148,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Fingerprint: "v1:ee67ecf28dfa330aa357d2d22c1a8e7a",
 		Key:         SessionKeyCodec{},
 		Name:        "sessions",
+		Schema:      "stategen/v1 value key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=*struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}",
 		Value:       stategenCodecPtrToAgg{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Sessions: %w", err)
@@ -146,6 +157,7 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 		Fingerprint: "v1:5e2c0586460ddeffee87e31644e9598c",
 		Key:         runtime.DurationCodec{},
 		Name:        "durations",
+		Schema:      "stategen/v1 list key=duration value=map[string][]*float64",
 		Value:       stategenCodecMapOfStringToSliceOfPtrToFloat64{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Durs: %w", err)

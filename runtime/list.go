@@ -5,6 +5,7 @@ package runtime
 type ListDescriptor[K, V any] struct {
 	Name        string
 	Fingerprint string
+	Schema      string
 	Key         KeyCodec[K]
 	Value       ValueCodec[V] // codec of one element
 }
@@ -14,6 +15,7 @@ type ListDescriptor[K, V any] struct {
 type SubKeyedListDescriptor[K, N, V any] struct {
 	Name        string
 	Fingerprint string
+	Schema      string
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	Value       ValueCodec[V]
@@ -132,7 +134,7 @@ type List[K, V any] struct{ h *listHandle[K, noNS, V] }
 
 // NewList registers d with s and returns its handle.
 func NewList[K, V any](s Store, d ListDescriptor[K, V]) (List[K, V], error) {
-	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint}, d.Key, nil, d.Value)
+	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value)
 	return List[K, V]{h}, err
 }
 
@@ -198,7 +200,7 @@ type SubKeyedList[K, N, V any] struct{ h *listHandle[K, N, V] }
 
 // NewSubKeyedList registers d with s and returns its handle.
 func NewSubKeyedList[K, N, V any](s Store, d SubKeyedListDescriptor[K, N, V]) (SubKeyedList[K, N, V], error) {
-	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, SubKeyed: true}, d.Key, d.Namespace, d.Value)
+	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value)
 	return SubKeyedList[K, N, V]{h}, err
 }
 

@@ -56,7 +56,8 @@ const MaxStateNameLen = 200
 
 // StateSpec is the byte-level identity of a state: everything a backend and a
 // checkpoint need to know about it, and nothing about Go types. Two specs
-// describe the same state exactly when they are equal.
+// describe the same state exactly when they agree on everything but Schema
+// (see CheckSame).
 type StateSpec struct {
 	// Name is the state's stable name, unique within a store. It is stored in
 	// checkpoints, so renaming a field must not rename the state. Names are
@@ -75,7 +76,17 @@ type StateSpec struct {
 	// hand-written descriptors choose their own (empty is allowed and is
 	// compared like any other string).
 	Fingerprint string
+	// Schema is the canonical schema string the fingerprint was derived
+	// from (package runtime/schema), or empty if the descriptor has none.
+	// Checkpoints record it as the writer's schema, so that a restore can
+	// migrate the state's bytes when the code's schema changed. It
+	// describes the state but is not part of its identity: specs with
+	// equal fingerprints are the same state.
+	Schema string
 }
+
+// MaxSchemaLen bounds the length of StateSpec.Schema.
+const MaxSchemaLen = 1 << 20
 
 // Validate reports whether s can be registered. The error wraps
 // ErrInvalidState and names the state.
@@ -89,6 +100,9 @@ func (s StateSpec) Validate() error {
 	if !utf8.ValidString(s.Fingerprint) || len(s.Fingerprint) > 1024 {
 		return fmt.Errorf("%w: state %q: fingerprint is not UTF-8 of at most 1024 bytes", ErrInvalidState, s.Name)
 	}
+	if !utf8.ValidString(s.Schema) || len(s.Schema) > MaxSchemaLen {
+		return fmt.Errorf("%w: state %q: schema is not UTF-8 of at most %d bytes", ErrInvalidState, s.Name, MaxSchemaLen)
+	}
 	return nil
 }
 
@@ -101,10 +115,13 @@ func (s StateSpec) String() string {
 	return fmt.Sprintf("%q (%v%s, fingerprint %q)", s.Name, s.Kind, sub, s.Fingerprint)
 }
 
-// CheckSame returns nil if registered and requested describe the same state,
-// and otherwise an error wrapping ErrStateMismatch that names the state and
-// both descriptors. Backends call it when a name is registered twice.
+// CheckSame returns nil if registered and requested describe the same state
+// — the same name, kind, sub-keying and fingerprint; their schemas are not
+// compared — and otherwise an error wrapping ErrStateMismatch that names the
+// state and both descriptors. Backends call it when a name is registered
+// twice.
 func CheckSame(registered, requested StateSpec) error {
+	registered.Schema, requested.Schema = "", ""
 	if registered == requested {
 		return nil
 	}

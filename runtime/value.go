@@ -4,6 +4,7 @@ package runtime
 type ValueDescriptor[K, V any] struct {
 	Name        string        // stable state name (see StateSpec.Name)
 	Fingerprint string        // schema fingerprint (see StateSpec.Fingerprint)
+	Schema      string        // the schema it was derived from (see StateSpec.Schema)
 	Key         KeyCodec[K]   // order-preserving key codec
 	Value       ValueCodec[V] // value codec
 }
@@ -13,6 +14,7 @@ type ValueDescriptor[K, V any] struct {
 type SubKeyedValueDescriptor[K, N, V any] struct {
 	Name        string
 	Fingerprint string
+	Schema      string
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	Value       ValueCodec[V]
@@ -101,7 +103,7 @@ type Value[K, V any] struct{ h *valueHandle[K, noNS, V] }
 
 // NewValue registers d with s and returns its handle.
 func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
-	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint}, d.Key, nil, d.Value)
+	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value)
 	return Value[K, V]{h}, err
 }
 
@@ -155,7 +157,7 @@ type SubKeyedValue[K, N, V any] struct{ h *valueHandle[K, N, V] }
 
 // NewSubKeyedValue registers d with s and returns its handle.
 func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) (SubKeyedValue[K, N, V], error) {
-	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, SubKeyed: true}, d.Key, d.Namespace, d.Value)
+	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value)
 	return SubKeyedValue[K, N, V]{h}, err
 }
 

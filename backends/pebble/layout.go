@@ -183,7 +183,13 @@ func encodeSpec(spec runtime.StateSpec) []byte {
 		b[1] = 1
 	}
 	b = appendField(b, []byte(spec.Name))
-	return appendField(b, []byte(spec.Fingerprint))
+	b = appendField(b, []byte(spec.Fingerprint))
+	if spec.Schema != "" {
+		// Directories written before schemas were recorded end after the
+		// fingerprint; the schema is optional on read.
+		b = appendField(b, []byte(spec.Schema))
+	}
+	return b
 }
 
 func decodeSpec(b []byte) (runtime.StateSpec, error) {
@@ -199,10 +205,16 @@ func decodeSpec(b []byte) (runtime.StateSpec, error) {
 		return bad("truncated name")
 	}
 	fp, rest, ok := readField(rest)
-	if !ok || len(rest) != 0 || !utf8.Valid(fp) {
+	if !ok || !utf8.Valid(fp) {
 		return bad("bad fingerprint")
 	}
-	spec.Name, spec.Fingerprint = string(name), string(fp)
+	var schema []byte
+	if len(rest) > 0 {
+		if schema, rest, ok = readField(rest); !ok || len(rest) != 0 || !utf8.Valid(schema) {
+			return bad("bad schema")
+		}
+	}
+	spec.Name, spec.Fingerprint, spec.Schema = string(name), string(fp), string(schema)
 	if err := spec.Validate(); err != nil {
 		return runtime.StateSpec{}, fmt.Errorf("%w: %w", runtime.ErrCorrupt, err)
 	}

@@ -212,6 +212,16 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 			fmt.Fprintf(tw, "  %s\t%s\t%t\t%s\n", s.Name, s.Kind, s.SubKeyed, s.Fingerprint)
 		}
 		tw.Flush()
+		// The writer's schemas, from which a restore migrates the states
+		// whose types changed since.
+		fmt.Fprintln(stdout, "  SCHEMAS (the writer's)")
+		for _, s := range op.States {
+			sch := s.Schema
+			if sch == "" {
+				sch = "(none recorded: hand-written descriptor, or format version before 3)"
+			}
+			fmt.Fprintf(stdout, "  %s: %s\n", s.Name, sch)
+		}
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  INSTANCE\tKEY GROUPS\tFILE\tSIZE\tCRC32C\tTAG\tENTRIES\tOPERATOR STATE")
 		for i, in := range op.Instances {

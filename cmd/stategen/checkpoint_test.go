@@ -93,7 +93,8 @@ func TestCheckpointInspectShowsStatesRangesAndFiles(t *testing.T) {
 		for _, want := range []string{
 			`operator "clickstream": maxParallelism 128`,
 			"timeline    sortedmap  false", "windows     value      true", "v1:",
-			"clickstream-0.sgc", "[0, ", ", 128)", "CRC32C", "TAG", "format:   version 2",
+			"clickstream-0.sgc", "[0, ", ", 128)", "CRC32C", "TAG", "format:   version 3",
+			"SCHEMAS", "user-stats: stategen/v1 value key=string value=struct{Events int64;",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("inspect %s lacks %q:\n%s", arg, want, out)

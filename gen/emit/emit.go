@@ -419,6 +419,7 @@ func (e *emitter) open(s *model.StateStruct) {
 		dict := jen.Dict{
 			jen.Id("Name"):        jen.Lit(st.Name),
 			jen.Id("Fingerprint"): jen.Lit(st.Fingerprint()),
+			jen.Id("Schema"):      jen.Lit(st.Schema()),
 			jen.Id("Key"):         e.codecExpr(st.Key),
 			jen.Id("Value"):       e.codecExpr(st.Value),
 		}

@@ -47,8 +47,6 @@
 package model
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"go/token"
 	"reflect"
@@ -439,11 +437,9 @@ func (s *State) Schema() string { return s.SchemaState().String() }
 // the SHA-256 of its schema, in hex.
 func (s *State) Fingerprint() string { return Fingerprint(s.Schema()) }
 
-// Fingerprint returns the fingerprint of a schema string.
-func Fingerprint(schema string) string {
-	sum := sha256.Sum256([]byte(schema))
-	return "v1:" + hex.EncodeToString(sum[:16])
-}
+// Fingerprint returns the fingerprint of a schema string
+// (schema.Fingerprint).
+func Fingerprint(s string) string { return schema.Fingerprint(s) }
 
 // StateStruct is a struct type marked //stategen:state.
 type StateStruct struct {

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -166,6 +168,15 @@ func (s *State) String() string {
 	b.WriteString(" value=")
 	s.Value.write(&b)
 	return b.String()
+}
+
+// Fingerprint returns the fingerprint of a schema string: "v1:" and the
+// first 16 bytes of its SHA-256, in lowercase hex. Generated descriptors
+// carry it as runtime.StateSpec.Fingerprint, and a checkpoint's recorded
+// schema must hash to its recorded fingerprint.
+func Fingerprint(schema string) string {
+	sum := sha256.Sum256([]byte(schema))
+	return "v1:" + hex.EncodeToString(sum[:16])
 }
 
 // MaxDepth bounds the nesting of a parsed schema, so that a hostile schema

@@ -27,6 +27,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:4b54c98cf0d043b9d5b496c93dada176",
 		Key:         runtime.StringCodec{},
 		Name:        "user-stats",
+		Schema:      "stategen/v1 value key=string value=struct{Events int64;Sessions int64;Session int64;First int64;Last int64}",
 		Value:       UserStatsCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Users: %w", err)
@@ -35,6 +36,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:745807b5d87ea69a80074596e4403790",
 		Key:         runtime.StringCodec{},
 		Name:        "recent",
+		Schema:      "stategen/v1 list key=string value=struct{Offset int64;User string;Page string;Session int64;At int64}",
 		Value:       EventCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Recent: %w", err)
@@ -43,6 +45,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:46d775ce260d8e4f9d8397caf688ddca",
 		Key:         runtime.StringCodec{},
 		Name:        "page-views",
+		Schema:      "stategen/v1 map key=string userkey=string value=int64",
 		UserKey:     runtime.StringCodec{},
 		Value:       runtime.Int64Codec{},
 	}); err != nil {
@@ -52,6 +55,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Fingerprint: "v1:aa9a5f407a049f68168f2f1bb55ab314",
 		Key:         runtime.StringCodec{},
 		Name:        "timeline",
+		Schema:      "stategen/v1 sortedmap key=string userkey=struct{At int64;Offset int64} value=struct{Offset int64;User string;Page string;Session int64;At int64}",
 		UserKey:     EventTimeCodec{},
 		Value:       EventCodec{},
 	}); err != nil {
@@ -62,6 +66,7 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 		Key:         runtime.StringCodec{},
 		Name:        "windows",
 		Namespace:   WindowCodec{},
+		Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Events int64;Pages int64;LastPage string}",
 		Value:       WindowAggCodec{},
 	}); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Windows: %w", err)

@@ -251,6 +251,7 @@ type stateMsg struct {
 	Kind        string `json:"kind"`
 	SubKeyed    bool   `json:"subKeyed,omitempty"`
 	Fingerprint string `json:"fingerprint"`
+	Schema      string `json:"schema,omitempty"`
 }
 
 // fileMsg is a checkpoint.File. Tag is the data file's tag; an
@@ -277,7 +278,7 @@ func newSnapshotMsg(r checkpoint.SnapshotResult) *snapshotMsg {
 		Entries:        r.Stats.Entries,
 	}
 	for _, st := range s.States {
-		m.States = append(m.States, stateMsg{Name: st.Name, Kind: st.Kind.String(), SubKeyed: st.SubKeyed, Fingerprint: st.Fingerprint})
+		m.States = append(m.States, stateMsg{Name: st.Name, Kind: st.Kind.String(), SubKeyed: st.SubKeyed, Fingerprint: st.Fingerprint, Schema: st.Schema})
 	}
 	return m
 }
@@ -314,7 +315,7 @@ func (m *snapshotMsg) result() (checkpoint.SnapshotResult, error) {
 		if err != nil {
 			return bad("state %q: %v", st.Name, err)
 		}
-		r.Snapshot.States = append(r.Snapshot.States, runtime.StateSpec{Name: st.Name, Kind: kind, SubKeyed: st.SubKeyed, Fingerprint: st.Fingerprint})
+		r.Snapshot.States = append(r.Snapshot.States, runtime.StateSpec{Name: st.Name, Kind: kind, SubKeyed: st.SubKeyed, Fingerprint: st.Fingerprint, Schema: st.Schema})
 	}
 	return r, nil
 }

@@ -71,7 +71,7 @@ func TestSnapshotResultRoundTrip(t *testing.T) {
 			MaxParallelism: 128,
 			KeyGroups:      runtime.KeyGroupRange{Start: 43, End: 86},
 			States: []runtime.StateSpec{
-				{Name: "clicks", Kind: runtime.KindValue, Fingerprint: "f1"},
+				{Name: "clicks", Kind: runtime.KindValue, Fingerprint: "f1", Schema: "stategen/v1 value key=string value=int64"},
 				{Name: "pages", Kind: runtime.KindSortedMap, SubKeyed: true, Fingerprint: "f2"},
 			},
 			File:          checkpoint.File{Name: "op-1.sgc", Size: 1234, CRC32C: 0xdeadbeef, Tag: 0x9f3a0c11, Entries: 17},
