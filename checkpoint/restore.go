@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/schema"
 )
 
 // Reader reads a committed checkpoint: its metadata, restore plans, views
@@ -300,39 +301,97 @@ func (o *RestoreOptions) readAhead() (int, error) {
 	return o.ReadAhead, nil
 }
 
+// Migrations says how the states of a checkpoint whose schema changed are
+// read under the schemas a store registered: by state name, the
+// migration (schema.Resolve) and the registered spec the migrated entries
+// are restored as. States that did not change are not in it.
+type Migrations map[string]Migration
+
+// Migration is how one state of a checkpoint is migrated (see
+// Migrations).
+type Migration struct {
+	// To is the registered spec: what the state is restored as.
+	To runtime.StateSpec
+	// Migration converts its values, and says what changed.
+	*schema.Migration
+}
+
 // CheckStates checks the states of a checkpoint against the states a store
-// has registered, before any entry is read: every checkpointed state that is
-// registered must have the same spec (kind, sub-keying, fingerprint) — the
-// error, from runtime.CheckSame, wraps runtime.ErrStateMismatch and names
-// the state and both fingerprints — and under FailOnUnknownStates every
-// checkpointed state must be registered (ErrUnknownState). All problems
-// are reported, joined.
-func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownStatePolicy) error {
+// has registered, before any entry is read, and returns how to migrate
+// those whose schema changed. A checkpointed state that is registered with
+// the same spec (kind, sub-keying, fingerprint) restores as it is. One
+// registered with another fingerprint migrates if the checkpoint recorded
+// its writer's schema (format version 3) and the registered descriptor has
+// a schema too, and the change is compatible (schema.Resolve); otherwise
+// the error wraps runtime.ErrStateMismatch and names the state: an
+// incompatible change comes as a *schema.IncompatibleError naming the field
+// path and both types. Under FailOnUnknownStates every checkpointed state
+// must be registered (ErrUnknownState). All problems are reported, joined.
+func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownStatePolicy) (Migrations, error) {
 	var errs []error
 	var missing []string
+	var migs Migrations
 	for _, c := range checkpointed {
 		i := slices.IndexFunc(registered, func(s runtime.StateSpec) bool { return s.Name == c.Name })
 		if i < 0 {
 			missing = append(missing, c.Name)
 			continue
 		}
-		if err := runtime.CheckSame(registered[i], c); err != nil {
-			errs = append(errs, fmt.Errorf("checkpoint: schema check: %w", err))
+		r := registered[i]
+		if runtime.CheckSame(r, c) == nil {
+			continue
 		}
+		m, err := migration(r, c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: schema check: %w", err))
+			continue
+		}
+		if migs == nil {
+			migs = Migrations{}
+		}
+		migs[c.Name] = Migration{To: r, Migration: m}
 	}
 	if len(missing) > 0 && unknown == FailOnUnknownStates {
 		errs = append(errs, fmt.Errorf("%w: %q (register them, or restore with DropUnknownStates or KeepUnknownStates)",
 			ErrUnknownState, missing))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return migs, nil
+}
+
+// migration resolves the checkpointed spec c against the registered r,
+// which differ.
+func migration(r, c runtime.StateSpec) (*schema.Migration, error) {
+	mismatch := runtime.CheckSame(r, c)
+	switch {
+	case c.Schema == "":
+		return nil, fmt.Errorf("%w; the checkpoint records no schema of it (written before format version 3, or by a hand-written descriptor), so its fingerprint must match", mismatch)
+	case r.Schema == "":
+		return nil, fmt.Errorf("%w; the registered descriptor has no schema to migrate to", mismatch)
+	}
+	from, err := schema.Parse(c.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state %q: the checkpoint's schema: %w", ErrCorrupt, c.Name, err)
+	}
+	to, err := schema.Parse(r.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state %q: the registered schema: %w", runtime.ErrInvalidState, r.Name, err)
+	}
+	m, err := schema.Resolve(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("state %q cannot be restored with the code's types: %w", c.Name, err)
+	}
+	return m, nil
 }
 
 // Check checks that a store with configuration cfg and registered states
 // can restore the operator: same maxParallelism (runtime.ErrMaxParallelismMismatch
-// otherwise) and CheckStates.
-func (o *Operator) Check(cfg runtime.StoreConfig, registered []runtime.StateSpec, unknown UnknownStatePolicy) error {
+// otherwise) and CheckStates, whose migrations it returns.
+func (o *Operator) Check(cfg runtime.StoreConfig, registered []runtime.StateSpec, unknown UnknownStatePolicy) (Migrations, error) {
 	if cfg.MaxParallelism != o.MaxParallelism {
-		return fmt.Errorf("%w: operator %q was checkpointed with maxParallelism %d, the store has %d",
+		return nil, fmt.Errorf("%w: operator %q was checkpointed with maxParallelism %d, the store has %d",
 			runtime.ErrMaxParallelismMismatch, o.ID, o.MaxParallelism, cfg.MaxParallelism)
 	}
 	return CheckStates(registered, o.States, unknown)
@@ -348,6 +407,10 @@ type RestoreStats struct {
 	Entries int64
 	// Duration is the restore's wall time.
 	Duration time.Duration
+	// Migrated names the states whose schema changed since the checkpoint
+	// and that were migrated to the registered schema (CheckStates), with
+	// what changed.
+	Migrated map[string][]string
 }
 
 // Restore restores plan — one new instance's share of the checkpoint — into
@@ -376,7 +439,8 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 	if err != nil {
 		return stats, err
 	}
-	if err := op.Check(cfg, store.States(), policy); err != nil {
+	migs, err := op.Check(cfg, store.States(), policy)
+	if err != nil {
 		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 	}
 	if cfg.KeyGroups != plan.KeyGroups {
@@ -398,12 +462,22 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 		return stats, fmt.Errorf("%w: checkpoint: restore %s: the plan's reads end at key group %d, not %d",
 			ErrIncomplete, r.name, next, plan.KeyGroups.End)
 	}
-	states := op.States
+	states := slices.Clone(op.States)
 	if policy == DropUnknownStates {
 		reg := store.States()
-		states = slices.DeleteFunc(slices.Clone(states), func(s runtime.StateSpec) bool {
+		states = slices.DeleteFunc(states, func(s runtime.StateSpec) bool {
 			return !slices.ContainsFunc(reg, func(x runtime.StateSpec) bool { return x.Name == s.Name })
 		})
+	}
+	// Migrated states are restored as the store registered them.
+	for i, s := range states {
+		if m, ok := migs[s.Name]; ok {
+			states[i] = m.To
+			if stats.Migrated == nil {
+				stats.Migrated = map[string][]string{}
+			}
+			stats.Migrated[s.Name] = m.Changes
+		}
 	}
 	views := make([]*View, 0, len(plan.Reads))
 	var entries atomic.Int64
@@ -426,7 +500,7 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 	}
 	stats.Files = len(views)
 	for _, v := range views {
-		fv := &filteredView{View: v, states: states, entries: &entries}
+		fv := &filteredView{View: v, states: states, migrations: migs, entries: &entries}
 		if err := store.Restore(fv); err != nil {
 			return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 		}

@@ -257,17 +257,17 @@ func TestRestoreRefusesAnotherFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	op, _ := r.Metadata().Operator("op")
-	if err := checkpoint.CheckStates([]runtime.StateSpec{changed}, op.States, checkpoint.KeepUnknownStates); !errors.Is(err, runtime.ErrStateMismatch) {
+	if _, err := checkpoint.CheckStates([]runtime.StateSpec{changed}, op.States, checkpoint.KeepUnknownStates); !errors.Is(err, runtime.ErrStateMismatch) {
 		t.Errorf("CheckStates = %v", err)
 	}
 	kindChanged := testSpecs[0]
 	kindChanged.Kind = runtime.KindList
-	err = checkpoint.CheckStates([]runtime.StateSpec{changed, kindChanged}, op.States, checkpoint.KeepUnknownStates)
+	_, err = checkpoint.CheckStates([]runtime.StateSpec{changed, kindChanged}, op.States, checkpoint.KeepUnknownStates)
 	if !strings.Contains(fmt.Sprint(err), `"counts"`) || !strings.Contains(fmt.Sprint(err), `"index"`) {
 		t.Errorf("CheckStates does not report every mismatch: %v", err)
 	}
-	if err := checkpoint.CheckStates(testSpecs, op.States, checkpoint.FailOnUnknownStates); err != nil {
-		t.Errorf("CheckStates of the same specs = %v", err)
+	if migs, err := checkpoint.CheckStates(testSpecs, op.States, checkpoint.FailOnUnknownStates); err != nil || migs != nil {
+		t.Errorf("CheckStates of the same specs = %v, %v", migs, err)
 	}
 	// Store.Restore's own check fires too, because the View carries the
 	// specs.

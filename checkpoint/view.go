@@ -164,8 +164,9 @@ func (v *View) Release() error { return v.Close() }
 // goroutines at once.
 type filteredView struct {
 	*View
-	states  []runtime.StateSpec
-	entries *atomic.Int64
+	states     []runtime.StateSpec
+	migrations Migrations // states whose values are rewritten as they are scanned
+	entries    *atomic.Int64
 }
 
 func (f *filteredView) States() []runtime.StateSpec { return slices.Clone(f.states) }
@@ -181,6 +182,21 @@ func (f *filteredView) Entries(state string, kg int) (int64, bool) {
 func (f *filteredView) Scan(state string, kg int, fn func(runtime.Entry) error) error {
 	if !slices.ContainsFunc(f.states, func(s runtime.StateSpec) bool { return s.Name == state }) {
 		return fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
+	}
+	if m, ok := f.migrations[state]; ok && m.Rewrites() {
+		// The store gets every value as today's codec writes it. The
+		// buffer is the Scan's own (Scans of other key groups may run at
+		// once), reused entry after entry: a store copies what it keeps.
+		var buf []byte
+		inner := fn
+		fn = func(e runtime.Entry) error {
+			var err error
+			if buf, err = m.Transcode(buf[:0], e.Value); err != nil {
+				return fmt.Errorf("checkpoint: migrating state %q to the code's schema: %w", state, err)
+			}
+			e.Value = buf
+			return inner(e)
+		}
 	}
 	n, err := f.View.scan(state, kg, fn)
 	f.entries.Add(n)
