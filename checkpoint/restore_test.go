@@ -266,6 +266,11 @@ func TestRestoreRefusesAnotherFingerprint(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(err), `"counts"`) || !strings.Contains(fmt.Sprint(err), `"index"`) {
 		t.Errorf("CheckStates does not report every mismatch: %v", err)
 	}
+	// Without a recorded schema (hand-written descriptors, format versions
+	// before 3) nothing can migrate: the error says why.
+	if _, err := checkpoint.CheckStates([]runtime.StateSpec{changed}, op.States, checkpoint.KeepUnknownStates); !strings.Contains(fmt.Sprint(err), "records no schema") {
+		t.Errorf("CheckStates without schemas = %v, want it to say the checkpoint records no schema", err)
+	}
 	if migs, err := checkpoint.CheckStates(testSpecs, op.States, checkpoint.FailOnUnknownStates); err != nil || migs != nil {
 		t.Errorf("CheckStates of the same specs = %v, %v", migs, err)
 	}

@@ -22,6 +22,7 @@
 // Usage:
 //
 //	stategen [flags] [packages]
+//	stategen compat -against DIR/ID [packages]
 //	stategen checkpoint ls|inspect|verify|dump ...
 //
 // Packages are go command patterns (default "."), such as ./... .
@@ -40,6 +41,12 @@
 //	   file:line:col: message), or the go command or the file system failed
 //	2  invalid usage
 //	3  with -check: some generated file is stale, missing or obsolete
+//
+// stategen compat checks before deploy that the code can restore a
+// checkpoint of the deployed job: for each state, unchanged, compatible
+// (with what migrates at restore) or incompatible (why), by the rules a
+// restore applies (package runtime/schema); exit status 3 means some state
+// is incompatible. Run "stategen compat -h" for details.
 //
 // stategen checkpoint reads checkpoints offline: ls DIR lists a checkpoint
 // directory; inspect DIR/ID prints a checkpoint's metadata; verify DIR/ID
@@ -73,6 +80,7 @@ const (
 )
 
 const usage = `usage: stategen [flags] [packages]
+       stategen compat -against DIR/ID [packages] (run "stategen compat -h" for help)
        stategen checkpoint ls|inspect|verify|dump ... (run "stategen checkpoint" for help)
 
 stategen generates serializers and Open functions for the structs marked
@@ -97,7 +105,11 @@ Examples:
   In CI, fail if generated code is stale:
 	stategen -check ./...
 
-Exit status: 0 ok, 1 generation errors, 2 usage, 3 stale (with -check).
+  Before deploy, fail if the code cannot restore the deployed job's checkpoint:
+	stategen compat -against /checkpoints/chk-00000000000000000042 ./...
+
+Exit status: 0 ok, 1 generation errors, 2 usage, 3 stale (with -check) or
+incompatible (compat).
 `
 
 func main() {
@@ -108,6 +120,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "checkpoint" {
 		return runCheckpoint(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "compat" {
+		return runCompat(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("stategen", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -3,8 +3,11 @@ package evolve_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -204,63 +207,93 @@ func readV2(t *testing.T, st *v2.State, u string) userState {
 // renamed and reordered ones found, widened numbers equal, pointers
 // made and unmade — and the unchanged state restores untouched. The
 // restored store then checkpoints and restores again under v2 alone.
+//
+// The checkpoint comes fresh from v1's code, and from testdata, where v1's
+// code wrote it once (go test -update rewrites it): yesterday's bytes must
+// keep restoring whatever today's code becomes.
 func TestRestoreMigratesYesterdaysCheckpoint(t *testing.T) {
-	s := checkpoint.NewMem()
-	writeV1(t, s)
-	for _, b := range backends {
-		for _, p := range []int{1, 2} {
-			t.Run(fmt.Sprintf("backend=%s/p=%d", b.name, p), func(t *testing.T) {
-				seen := 0
-				for i := range p {
-					kgs, err := runtime.KeyGroupRangeForOperator(maxP, p, i)
-					check(t, err)
-					store := b.new(t, kgs)
-					st, err := v2.OpenState(store)
-					check(t, err)
-					stats, err := checkpoint.Restore(ctx, s, "chk-1", "op", i, p, store, nil)
-					if err != nil {
-						t.Fatalf("restore: %v", err)
-					}
-					wantMigrated := []string{"counter", "history", "pages", "profiles", "scores", "timeline", "windows"}
-					if got := slices.Sorted(maps.Keys(stats.Migrated)); !slices.Equal(got, wantMigrated) {
-						t.Errorf("migrated %v, want %v (same is unchanged)", got, wantMigrated)
-					}
-					for ui, u := range users {
-						kg, err := runtime.KeyGroupForKey(runtime.AppendStringKey(nil, u), maxP)
+	fresh := checkpoint.NewMem()
+	writeV1(t, fresh)
+	for _, src := range []struct {
+		name string
+		s    checkpoint.Storage
+	}{{"fresh", fresh}, {"golden", golden(t)}} {
+		s := src.s
+		for _, b := range backends {
+			for _, p := range []int{1, 2} {
+				t.Run(fmt.Sprintf("checkpoint=%s/backend=%s/p=%d", src.name, b.name, p), func(t *testing.T) {
+					seen := 0
+					for i := range p {
+						kgs, err := runtime.KeyGroupRangeForOperator(maxP, p, i)
 						check(t, err)
-						if !kgs.Contains(kg) {
-							continue
-						}
-						seen++
-						if diff := cmp.Diff(wantV2(ui, u), readV2(t, st, u)); diff != "" {
-							t.Errorf("user %s (-want +got):\n%s", u, diff)
-						}
-					}
-					if p == 1 {
-						// The restored state checkpoints as v2 and
-						// restores as v2, without migration.
-						s2 := checkpoint.NewMem()
-						checkpointStore(t, s2, store)
-						again := b.new(t, kgs)
-						st2, err := v2.OpenState(again)
+						store := b.new(t, kgs)
+						st, err := v2.OpenState(store)
 						check(t, err)
-						stats, err := checkpoint.Restore(ctx, s2, "chk-1", "op", 0, 1, again, nil)
-						if err != nil || stats.Migrated != nil {
-							t.Fatalf("second restore: %+v, %v", stats, err)
+						stats, err := checkpoint.Restore(ctx, s, "chk-1", "op", i, p, store, nil)
+						if err != nil {
+							t.Fatalf("restore: %v", err)
+						}
+						wantMigrated := []string{"counter", "history", "pages", "profiles", "scores", "timeline", "windows"}
+						if got := slices.Sorted(maps.Keys(stats.Migrated)); !slices.Equal(got, wantMigrated) {
+							t.Errorf("migrated %v, want %v (same is unchanged)", got, wantMigrated)
 						}
 						for ui, u := range users {
-							if diff := cmp.Diff(wantV2(ui, u), readV2(t, st2, u)); diff != "" {
-								t.Errorf("user %s after a second checkpoint (-want +got):\n%s", u, diff)
+							kg, err := runtime.KeyGroupForKey(runtime.AppendStringKey(nil, u), maxP)
+							check(t, err)
+							if !kgs.Contains(kg) {
+								continue
+							}
+							seen++
+							if diff := cmp.Diff(wantV2(ui, u), readV2(t, st, u)); diff != "" {
+								t.Errorf("user %s (-want +got):\n%s", u, diff)
+							}
+						}
+						if p == 1 {
+							// The restored state checkpoints as v2 and
+							// restores as v2, without migration.
+							s2 := checkpoint.NewMem()
+							checkpointStore(t, s2, store)
+							again := b.new(t, kgs)
+							st2, err := v2.OpenState(again)
+							check(t, err)
+							stats, err := checkpoint.Restore(ctx, s2, "chk-1", "op", 0, 1, again, nil)
+							if err != nil || stats.Migrated != nil {
+								t.Fatalf("second restore: %+v, %v", stats, err)
+							}
+							for ui, u := range users {
+								if diff := cmp.Diff(wantV2(ui, u), readV2(t, st2, u)); diff != "" {
+									t.Errorf("user %s after a second checkpoint (-want +got):\n%s", u, diff)
+								}
 							}
 						}
 					}
-				}
-				if seen != len(users) {
-					t.Errorf("read %d users, want %d", seen, len(users))
-				}
-			})
+					if seen != len(users) {
+						t.Errorf("read %d users, want %d", seen, len(users))
+					}
+				})
+			}
 		}
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/v1-checkpoint with v1's code")
+
+// golden returns the checkpoint directory of testdata, written by v1's
+// code (with -update, again).
+func golden(t testing.TB) checkpoint.Storage {
+	t.Helper()
+	dir := filepath.Join("testdata", "v1-checkpoint")
+	if *update {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		d, err := checkpoint.NewDir(dir)
+		check(t, err)
+		writeV1(t, d)
+	}
+	d, err := checkpoint.NewDir(dir)
+	check(t, err)
+	return d
 }
 
 // An incompatible change is refused before anything is loaded, on every
