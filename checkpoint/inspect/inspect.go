@@ -6,7 +6,9 @@
 // decoded with the codecs stategen generated for the job (Read, and the
 // per-kind helpers Values, Lists, Maps and SubKeyedValues, which take the
 // same descriptors the job's handles are made from and check the state's
-// kind and schema fingerprint first). Dump writes a state as JSON lines,
+// kind and schema fingerprint first; a checkpoint of an earlier version of
+// the job, whose schema has changed since, is migrated to the descriptor's
+// schema by the rules a restore applies). Dump writes a state as JSON lines,
 // with keys and values in hex unless the caller supplies a Decoder; Verify
 // checks every byte of every file and reports its progress.
 //

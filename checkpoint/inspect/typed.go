@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/schema"
 )
 
 // Codecs decode one state's entries. A nil codec leaves its field of a
@@ -28,13 +30,29 @@ type Record[K, N, UK, V any] struct {
 
 // Read yields the entries of state in operator, decoded with codecs. A
 // field that does not decode completely is an error naming the state and
-// key group.
+// key group. Read decodes the checkpoint's bytes as they are; the per-kind
+// helpers (Values, Lists, ...) also migrate them first when the state's
+// schema changed since (see Values).
 func Read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state string, codecs Codecs[K, N, UK, V]) runtime.Seq[Record[K, N, UK, V]] {
+	return read(ctx, c, operator, state, codecs, nil)
+}
+
+// read is Read, with the values converted by mig (if not nil) before they
+// are decoded.
+func read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state string, codecs Codecs[K, N, UK, V], mig *schema.Migration) runtime.Seq[Record[K, N, UK, V]] {
 	return func(yield func(Record[K, N, UK, V], error) bool) {
+		var buf []byte
 		for e, err := range c.Entries(ctx, operator, state) {
 			if err != nil {
 				yield(Record[K, N, UK, V]{}, err)
 				return
+			}
+			if mig != nil && mig.Rewrites() {
+				if buf, err = mig.Transcode(buf[:0], e.Value); err != nil {
+					yield(Record[K, N, UK, V]{}, fmt.Errorf("checkpoint %s: state %q, key group %d: migrating to the descriptor's schema: %w", c.name, state, e.KeyGroup, err))
+					return
+				}
+				e.Value = buf
 			}
 			r := Record[K, N, UK, V]{KeyGroup: e.KeyGroup}
 			if err = decodeKey(codecs.Key, e.Key, &r.Key, "key"); err == nil {
@@ -86,27 +104,52 @@ func decodeValue[T any](c runtime.ValueCodec[T], b []byte, dst *T) error {
 }
 
 // check verifies that the checkpoint holds state name with kind and
-// sub-keying, and, if fingerprint is not empty, that fingerprint.
-func (c *Checkpoint) check(operator, name string, kind runtime.Kind, subKeyed bool, fingerprint string) error {
+// sub-keying, and, if fingerprint is not empty, that fingerprint — or one
+// whose schema migrates to schemaStr, by the rules a restore applies
+// (package runtime/schema): then it returns the migration.
+func (c *Checkpoint) check(operator, name string, kind runtime.Kind, subKeyed bool, fingerprint, schemaStr string) (*schema.Migration, error) {
 	spec, err := c.State(operator, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if spec.Kind != kind || spec.SubKeyed != subKeyed || fingerprint != "" && spec.Fingerprint != fingerprint {
-		want := runtime.StateSpec{Name: name, Kind: kind, SubKeyed: subKeyed, Fingerprint: fingerprint}
-		return fmt.Errorf("%w: checkpoint %s holds %v, the descriptor says %v", ErrState, c.name, spec, want)
+	want := runtime.StateSpec{Name: name, Kind: kind, SubKeyed: subKeyed, Fingerprint: fingerprint, Schema: schemaStr}
+	if spec.Kind != kind || spec.SubKeyed != subKeyed {
+		return nil, fmt.Errorf("%w: checkpoint %s holds %v, the descriptor says %v", ErrState, c.name, spec, want)
 	}
-	return nil
+	if fingerprint == "" || spec.Fingerprint == fingerprint {
+		return nil, nil
+	}
+	if spec.Schema == "" || schemaStr == "" {
+		return nil, fmt.Errorf("%w: checkpoint %s holds %v, the descriptor says %v, and without both schemas the state cannot be migrated", ErrState, c.name, spec, want)
+	}
+	from, err := schema.Parse(spec.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: checkpoint %s, state %q: its schema: %w", checkpoint.ErrCorrupt, c.name, name, err)
+	}
+	to, err := schema.Parse(schemaStr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state %q: the descriptor's schema: %w", ErrState, name, err)
+	}
+	m, err := schema.Resolve(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("%w: checkpoint %s, state %q cannot be read with the descriptor's types: %w", ErrState, c.name, name, err)
+	}
+	return m, nil
 }
 
 // Values reads a keyed Value state whole. An empty d.Fingerprint skips the
-// schema check.
+// schema check. If the checkpoint holds the state under another schema —
+// written by an earlier version of the job — and both it and d carry
+// their schemas, the values are migrated to d's schema first, as a restore
+// would migrate them; an incompatible change is an error wrapping ErrState
+// that names the field. The other helpers do the same.
 func Values[K comparable, V any](ctx context.Context, c *Checkpoint, operator string, d runtime.ValueDescriptor[K, V]) (map[K]V, error) {
-	if err := c.check(operator, d.Name, runtime.KindValue, false, d.Fingerprint); err != nil {
+	mig, err := c.check(operator, d.Name, runtime.KindValue, false, d.Fingerprint, d.Schema)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[K]V)
-	for r, err := range Read(ctx, c, operator, d.Name, Codecs[K, struct{}, struct{}, V]{Key: d.Key, Value: d.Value}) {
+	for r, err := range read(ctx, c, operator, d.Name, Codecs[K, struct{}, struct{}, V]{Key: d.Key, Value: d.Value}, mig) {
 		if err != nil {
 			return nil, err
 		}
@@ -118,11 +161,12 @@ func Values[K comparable, V any](ctx context.Context, c *Checkpoint, operator st
 // SubKeyedValues reads a sub-keyed Value state whole, by key then
 // namespace.
 func SubKeyedValues[K, N comparable, V any](ctx context.Context, c *Checkpoint, operator string, d runtime.SubKeyedValueDescriptor[K, N, V]) (map[K]map[N]V, error) {
-	if err := c.check(operator, d.Name, runtime.KindValue, true, d.Fingerprint); err != nil {
+	mig, err := c.check(operator, d.Name, runtime.KindValue, true, d.Fingerprint, d.Schema)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[K]map[N]V)
-	for r, err := range Read(ctx, c, operator, d.Name, Codecs[K, N, struct{}, V]{Key: d.Key, Namespace: d.Namespace, Value: d.Value}) {
+	for r, err := range read(ctx, c, operator, d.Name, Codecs[K, N, struct{}, V]{Key: d.Key, Namespace: d.Namespace, Value: d.Value}, mig) {
 		if err != nil {
 			return nil, err
 		}
@@ -138,11 +182,12 @@ func SubKeyedValues[K, N comparable, V any](ctx context.Context, c *Checkpoint, 
 
 // Lists reads a keyed List state whole; each list is in order.
 func Lists[K comparable, V any](ctx context.Context, c *Checkpoint, operator string, d runtime.ListDescriptor[K, V]) (map[K][]V, error) {
-	if err := c.check(operator, d.Name, runtime.KindList, false, d.Fingerprint); err != nil {
+	mig, err := c.check(operator, d.Name, runtime.KindList, false, d.Fingerprint, d.Schema)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[K][]V)
-	for r, err := range Read(ctx, c, operator, d.Name, Codecs[K, struct{}, struct{}, V]{Key: d.Key, Value: d.Value}) {
+	for r, err := range read(ctx, c, operator, d.Name, Codecs[K, struct{}, struct{}, V]{Key: d.Key, Value: d.Value}, mig) {
 		if err != nil {
 			return nil, err
 		}
@@ -161,11 +206,12 @@ func Maps[K, UK comparable, V any](ctx context.Context, c *Checkpoint, operator 
 	if spec.Kind == runtime.KindSortedMap {
 		kind = runtime.KindSortedMap
 	}
-	if err := c.check(operator, d.Name, kind, false, d.Fingerprint); err != nil {
+	mig, err := c.check(operator, d.Name, kind, false, d.Fingerprint, d.Schema)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[K]map[UK]V)
-	for r, err := range Read(ctx, c, operator, d.Name, Codecs[K, struct{}, UK, V]{Key: d.Key, UserKey: d.UserKey, Value: d.Value}) {
+	for r, err := range read(ctx, c, operator, d.Name, Codecs[K, struct{}, UK, V]{Key: d.Key, UserKey: d.UserKey, Value: d.Value}, mig) {
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/inspect"
 	"github.com/stategen/stategen/generated/evolve/bad"
 	v1 "github.com/stategen/stategen/generated/evolve/v1"
 	v2 "github.com/stategen/stategen/generated/evolve/v2"
@@ -378,5 +379,44 @@ func BenchmarkRestoreMigrate(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// The offline reader decodes yesterday's checkpoint with today's types
+// through the same migration as a restore.
+func TestInspectReadsYesterdaysCheckpointWithTodaysTypes(t *testing.T) {
+	c, err := inspect.OpenStorage(ctx, golden(t), "chk-1")
+	check(t, err)
+	store := backends[0].new(t, runtime.FullRange(maxP))
+	st, err := v2.OpenState(store)
+	check(t, err)
+	scores, err := inspect.Values(ctx, c, "op", runtime.ValueDescriptor[string, v2.Score]{
+		Name: "scores", Fingerprint: st.Scores.Spec().Fingerprint, Schema: st.Scores.Spec().Schema,
+		Key: runtime.StringCodec{}, Value: v2.ScoreCodec{},
+	})
+	check(t, err)
+	history, err := inspect.Lists(ctx, c, "op", runtime.ListDescriptor[string, v2.PageVisit]{
+		Name: "history", Fingerprint: st.History.Spec().Fingerprint, Schema: st.History.Spec().Schema,
+		Key: runtime.StringCodec{}, Value: v2.PageVisitCodec{},
+	})
+	check(t, err)
+	for i, u := range users {
+		want := wantV2(i, u)
+		if diff := cmp.Diff(want.Score, scores[u]); diff != "" {
+			t.Errorf("score of %s (-want +got):\n%s", u, diff)
+		}
+		if diff := cmp.Diff(want.History, history[u]); diff != "" {
+			t.Errorf("history of %s (-want +got):\n%s", u, diff)
+		}
+	}
+	// An incompatible descriptor is refused, naming the field.
+	bst, err := bad.OpenState(backends[0].new(t, runtime.FullRange(maxP)))
+	check(t, err)
+	_, err = inspect.Values(ctx, c, "op", runtime.ValueDescriptor[string, bad.Profile]{
+		Name: "profiles", Fingerprint: bst.Profiles.Spec().Fingerprint, Schema: bst.Profiles.Spec().Schema,
+		Key: runtime.StringCodec{}, Value: bad.ProfileCodec{},
+	})
+	if !errors.Is(err, inspect.ErrState) || !errors.Is(err, schema.ErrIncompatible) || !strings.Contains(err.Error(), "value.Name") {
+		t.Errorf("inspect with an incompatible descriptor: %v", err)
 	}
 }
