@@ -53,9 +53,9 @@
 //     keys equal), but not otherwise change; arrays keep their length.
 //   - Anything else is refused: narrowing (int64 → int32, float64 →
 //     float32), a type of another family (string → int64, slice → array),
-//     a changed state kind or sub-keying. For those, keep the old type in
-//     the code and write a migration function (see cmd/stategen, "Changing
-//     your state types").
+//     a changed state kind or sub-keying. Such a change cannot be restored
+//     from the checkpoint; give the state a new name (it starts empty) or
+//     keep the old type.
 //
 // Enums are their underlying integer or string type: widening an enum's
 // type is allowed, its values are not checked.
