@@ -110,11 +110,30 @@ func (tv *tableView) pageSet() *pageSet {
 		maxChunks: 10 + undo/(undoChunk-undoRecHeader-maxWidth),
 		cur:       -1,
 	}
-	if tv.pages.CompareAndSwap(nil, ps) {
-		return ps
+	// Another may publish its page set first, and a Release (free) may
+	// drop whichever is published at any moment: retry until one is
+	// returned, never nil.
+	for {
+		if pageSetRaced != nil {
+			pageSetRaced(tv, false)
+		}
+		if tv.pages.CompareAndSwap(nil, ps) {
+			return ps
+		}
+		if pageSetRaced != nil {
+			pageSetRaced(tv, true)
+		}
+		if cur := tv.pages.Load(); cur != nil {
+			return cur
+		}
 	}
-	return tv.pages.Load()
 }
+
+// pageSetRaced, set by tests only, runs in pageSet before it publishes its
+// page set, where another may publish first, and after a failed
+// publication (failed), where a Release may drop the page set the other
+// published.
+var pageSetRaced func(tv *tableView, failed bool)
 
 // pageIndex returns the index in the view's page set of p, page i of the
 // table's new or old table now, or -1 if the view cannot see p. A page

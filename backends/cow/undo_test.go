@@ -481,3 +481,25 @@ func TestReleaseDropsUndoLogsAndViews(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A writer's pageSet that loses the race to publish a page set to the
+// snapshot's reader, and then sees a Release drop it, makes one of its
+// own instead of returning nil (the writer then saved a record into a nil
+// page set and crashed, under load in CI).
+func TestPageSetSurvivesAReleaseBetweenPublications(t *testing.T) {
+	tv := &tableView{}
+	raced := 0
+	pageSetRaced = func(tv *tableView, failed bool) {
+		switch {
+		case !failed && raced == 0:
+			tv.pages.Store(&pageSet{}) // the reader publishes first
+		case failed:
+			raced++
+			tv.pages.Store(nil) // the Release frees the view
+		}
+	}
+	defer func() { pageSetRaced = nil }()
+	if ps := tv.pageSet(); ps == nil || raced != 1 {
+		t.Fatalf("pageSet = %v after %d races, want a page set", ps, raced)
+	}
+}
