@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -302,9 +303,8 @@ func (o *RestoreOptions) readAhead() (int, error) {
 }
 
 // Migrations says how the states of a checkpoint whose schema changed are
-// read under the schemas a store registered: by state name, the
-// migration (schema.Resolve) and the registered spec the migrated entries
-// are restored as. States that did not change are not in it.
+// read under the schemas a store registered, by state name. States that
+// did not change are not in it.
 type Migrations map[string]Migration
 
 // Migration is how one state of a checkpoint is migrated (see
@@ -312,8 +312,22 @@ type Migrations map[string]Migration
 type Migration struct {
 	// To is the registered spec: what the state is restored as.
 	To runtime.StateSpec
-	// Migration converts its values, and says what changed.
-	*schema.Migration
+	// Changes describes what changed, as schema.Migration.Changes does.
+	Changes []string
+	// convert rewrites a value; nil if the bytes are kept.
+	convert func(dst, src []byte) ([]byte, error)
+}
+
+// Rewrites reports whether the state's values are rewritten.
+func (m Migration) Rewrites() bool { return m.convert != nil }
+
+// Transcode appends to dst the value src (one value, whole, in the
+// checkpoint's encoding) in the registered schema's encoding.
+func (m Migration) Transcode(dst, src []byte) ([]byte, error) {
+	if m.convert == nil {
+		return append(dst, src...), nil
+	}
+	return m.convert(dst, src)
 }
 
 // CheckStates checks the states of a checkpoint against the states a store
@@ -321,12 +335,15 @@ type Migration struct {
 // those whose schema changed. A checkpointed state that is registered with
 // the same spec (kind, sub-keying, fingerprint) restores as it is. One
 // registered with another fingerprint migrates if the checkpoint recorded
-// its writer's schema (format version 3) and the registered descriptor has
-// a schema too, and the change is compatible (schema.Resolve); otherwise
-// the error wraps runtime.ErrStateMismatch and names the state: an
-// incompatible change comes as a *schema.IncompatibleError naming the field
-// path and both types. Under FailOnUnknownStates every checkpointed state
-// must be registered (ErrUnknownState). All problems are reported, joined.
+// its writer's schema (format version 3), the registered descriptor has a
+// schema too, and either the change is compatible (schema.Resolve) or the
+// code registered a migration function from the checkpoint's schema, or
+// from one it resolves to (runtime.Migrations: the //stategen:migrate
+// escape hatch for an incompatible change). Otherwise the error wraps
+// runtime.ErrStateMismatch and names the state: an incompatible change
+// comes as a *schema.IncompatibleError naming the field path and both
+// types. Under FailOnUnknownStates every checkpointed state must be
+// registered (ErrUnknownState). All problems are reported, joined.
 func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownStatePolicy) (Migrations, error) {
 	var errs []error
 	var missing []string
@@ -349,7 +366,7 @@ func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownSt
 		if migs == nil {
 			migs = Migrations{}
 		}
-		migs[c.Name] = Migration{To: r, Migration: m}
+		migs[c.Name] = m
 	}
 	if len(missing) > 0 && unknown == FailOnUnknownStates {
 		errs = append(errs, fmt.Errorf("%w: %q (register them, or restore with DropUnknownStates or KeepUnknownStates)",
@@ -363,27 +380,69 @@ func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownSt
 
 // migration resolves the checkpointed spec c against the registered r,
 // which differ.
-func migration(r, c runtime.StateSpec) (*schema.Migration, error) {
+func migration(r, c runtime.StateSpec) (Migration, error) {
 	mismatch := runtime.CheckSame(r, c)
 	switch {
 	case c.Schema == "":
-		return nil, fmt.Errorf("%w; the checkpoint records no schema of it (written before format version 3, or by a hand-written descriptor), so its fingerprint must match", mismatch)
+		return Migration{}, fmt.Errorf("%w; the checkpoint records no schema of it (written before format version 3, or by a hand-written descriptor), so its fingerprint must match", mismatch)
 	case r.Schema == "":
-		return nil, fmt.Errorf("%w; the registered descriptor has no schema to migrate to", mismatch)
+		return Migration{}, fmt.Errorf("%w; the registered descriptor has no schema to migrate to", mismatch)
 	}
 	from, err := schema.Parse(c.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: state %q: the checkpoint's schema: %w", ErrCorrupt, c.Name, err)
+		return Migration{}, fmt.Errorf("%w: state %q: the checkpoint's schema: %w", ErrCorrupt, c.Name, err)
 	}
 	to, err := schema.Parse(r.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: state %q: the registered schema: %w", runtime.ErrInvalidState, r.Name, err)
+		return Migration{}, fmt.Errorf("%w: state %q: the registered schema: %w", runtime.ErrInvalidState, r.Name, err)
 	}
-	m, err := schema.Resolve(from, to)
-	if err != nil {
-		return nil, fmt.Errorf("state %q cannot be restored with the code's types: %w", c.Name, err)
+	m, rerr := schema.Resolve(from, to)
+	if rerr == nil {
+		out := Migration{To: r, Changes: m.Changes}
+		if m.Rewrites() {
+			out.convert = m.Transcode
+		}
+		return out, nil
 	}
-	return m, nil
+	// The escape hatch: a migration function from the checkpoint's
+	// schema, or from one the checkpoint's resolves to.
+	for _, um := range runtime.Migrations(r.Name, r.Fingerprint) {
+		ufrom, err := schema.Parse(um.From)
+		if err != nil {
+			return Migration{}, fmt.Errorf("%w: state %q: the schema of a migration function: %w", runtime.ErrInvalidState, r.Name, err)
+		}
+		if schema.CheckKeys(ufrom, to) != nil {
+			continue
+		}
+		pre, err := schema.Resolve(from, ufrom)
+		if err != nil {
+			continue
+		}
+		out := Migration{To: r, Changes: append(slices.Clone(pre.Changes),
+			"value: converted by the code's migration function from "+ufrom.Value.String())}
+		if pre.Verdict == schema.Unchanged {
+			out.Changes = out.Changes[len(out.Changes)-1:]
+		}
+		convert := um.Convert
+		if pre.Rewrites() {
+			// Scans of several key groups may run at once: each takes a
+			// scratch buffer of its own.
+			scratch := sync.Pool{New: func() any { return new([]byte) }}
+			convert = func(dst, src []byte) ([]byte, error) {
+				bp := scratch.Get().(*[]byte)
+				defer scratch.Put(bp)
+				b, err := pre.Transcode((*bp)[:0], src)
+				*bp = b
+				if err != nil {
+					return dst, err
+				}
+				return um.Convert(dst, b)
+			}
+		}
+		out.convert = convert
+		return out, nil
+	}
+	return Migration{}, fmt.Errorf("state %q cannot be restored with the code's types: %w", c.Name, rerr)
 }
 
 // Check checks that a store with configuration cfg and registered states

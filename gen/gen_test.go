@@ -58,8 +58,10 @@ func TestGoldenGenerated(t *testing.T) {
 			t.Errorf("%s: %s; run go run ./cmd/stategen ./generated/...", f.Path, diff)
 		}
 	}
-	if found != 2 {
-		t.Errorf("generated %d files for ./generated/..., want 2 (code and tests)", found)
+	// generated, and generated/evolve's v1, v2, bad and hatch: code and
+	// tests each.
+	if found != 10 {
+		t.Errorf("generated %d files for ./generated/..., want 10 (code and tests of five packages)", found)
 	}
 }
 
@@ -249,5 +251,39 @@ func TestSchemasParse(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d states checked", n)
+	}
+}
+
+// Migration functions the generator cannot use are reported at the
+// function, saying why.
+func TestMigrationFunctionErrors(t *testing.T) {
+	_, err := gen.Generate(gen.Config{Dir: repoRoot(t)}, "./gen/testdata/migrate")
+	var list gen.ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Generate returned %v, want an ErrorList", err)
+	}
+	want := map[string]string{
+		"unknownState": `migration function unknownState: the package declares no state "nope"`,
+		"noState":      "migration function noState: //stategen:migrate needs the name of the state it migrates",
+		"wrongResult":  `migration function wrongResult: it returns int64, but state "f" holds V`,
+		"noError":      "migration function noError: want func(old OldType) (V, error)",
+		"sameSchema":   "migration function sameSchema: struct{A int64} has the state's own schema: there is nothing to migrate",
+		"badType":      "migration function badType: type chan int is not supported as a value (channels cannot be serialized)",
+		"twice":        `migration function twice: function good (`,
+	}
+	file := filepath.Join(repoRoot(t), "gen/testdata/migrate/x.go")
+	got := map[string]string{}
+	for _, e := range list {
+		got[e.Msg[len("migration function "):strings.Index(e.Msg, ":")]] = e.Error()
+	}
+	for fn, msg := range want {
+		line := lineOf(t, file, "func "+fn+"(")
+		prefix := file + ":" + strconv.Itoa(line) + ":6: "
+		if !strings.HasPrefix(got[fn], prefix+msg) {
+			t.Errorf("%s:\ngot  %s\nwant %s%s…", fn, got[fn], prefix, msg)
+		}
+	}
+	if len(list) != len(want) {
+		t.Errorf("%d errors, want %d:\n%v", len(list), len(want), list)
 	}
 }

@@ -6,6 +6,7 @@ type ListDescriptor[K, V any] struct {
 	Name        string
 	Fingerprint string
 	Schema      string
+	Migrations  []Migration
 	Key         KeyCodec[K]
 	Value       ValueCodec[V] // codec of one element
 }
@@ -16,6 +17,7 @@ type SubKeyedListDescriptor[K, N, V any] struct {
 	Name        string
 	Fingerprint string
 	Schema      string
+	Migrations  []Migration
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	Value       ValueCodec[V]
@@ -134,6 +136,7 @@ type List[K, V any] struct{ h *listHandle[K, noNS, V] }
 
 // NewList registers d with s and returns its handle.
 func NewList[K, V any](s Store, d ListDescriptor[K, V]) (List[K, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value)
 	return List[K, V]{h}, err
 }
@@ -200,6 +203,7 @@ type SubKeyedList[K, N, V any] struct{ h *listHandle[K, N, V] }
 
 // NewSubKeyedList registers d with s and returns its handle.
 func NewSubKeyedList[K, N, V any](s Store, d SubKeyedListDescriptor[K, N, V]) (SubKeyedList[K, N, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value)
 	return SubKeyedList[K, N, V]{h}, err
 }

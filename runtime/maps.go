@@ -6,6 +6,7 @@ type MapDescriptor[K, UK, V any] struct {
 	Name        string
 	Fingerprint string
 	Schema      string
+	Migrations  []Migration
 	Key         KeyCodec[K]
 	UserKey     KeyCodec[UK] // order-preserving: orders a SortedMap
 	Value       ValueCodec[V]
@@ -17,6 +18,7 @@ type SubKeyedMapDescriptor[K, N, UK, V any] struct {
 	Name        string
 	Fingerprint string
 	Schema      string
+	Migrations  []Migration
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	UserKey     KeyCodec[UK]
@@ -208,6 +210,7 @@ type Map[K, UK, V any] struct{ h *mapHandle[K, noNS, UK, V] }
 
 // NewMap registers d as a KindMap state with s and returns its handle.
 func NewMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (Map[K, UK, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value)
 	return Map[K, UK, V]{h}, err
 }
@@ -300,6 +303,7 @@ type SubKeyedMap[K, N, UK, V any] struct{ h *mapHandle[K, N, UK, V] }
 // NewSubKeyedMap registers d as a sub-keyed KindMap state with s and returns
 // its handle.
 func NewSubKeyedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedMap[K, N, UK, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value)
 	return SubKeyedMap[K, N, UK, V]{h}, err
 }
@@ -409,6 +413,7 @@ type SortedMap[K, UK, V any] struct{ Map[K, UK, V] }
 // NewSortedMap registers d as a KindSortedMap state with s and returns its
 // handle.
 func NewSortedMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (SortedMap[K, UK, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value)
 	return SortedMap[K, UK, V]{Map[K, UK, V]{h}}, err
 }
@@ -481,6 +486,7 @@ type SubKeyedSortedMap[K, N, UK, V any] struct{ SubKeyedMap[K, N, UK, V] }
 // NewSubKeyedSortedMap registers d as a sub-keyed KindSortedMap state with s
 // and returns its handle.
 func NewSubKeyedSortedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedSortedMap[K, N, UK, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value)
 	return SubKeyedSortedMap[K, N, UK, V]{SubKeyedMap[K, N, UK, V]{h}}, err
 }

@@ -5,6 +5,7 @@ type ValueDescriptor[K, V any] struct {
 	Name        string        // stable state name (see StateSpec.Name)
 	Fingerprint string        // schema fingerprint (see StateSpec.Fingerprint)
 	Schema      string        // the schema it was derived from (see StateSpec.Schema)
+	Migrations  []Migration   // from older, incompatible schemas (see Migration)
 	Key         KeyCodec[K]   // order-preserving key codec
 	Value       ValueCodec[V] // value codec
 }
@@ -15,6 +16,7 @@ type SubKeyedValueDescriptor[K, N, V any] struct {
 	Name        string
 	Fingerprint string
 	Schema      string
+	Migrations  []Migration
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	Value       ValueCodec[V]
@@ -103,6 +105,7 @@ type Value[K, V any] struct{ h *valueHandle[K, noNS, V] }
 
 // NewValue registers d with s and returns its handle.
 func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value)
 	return Value[K, V]{h}, err
 }
@@ -157,6 +160,7 @@ type SubKeyedValue[K, N, V any] struct{ h *valueHandle[K, N, V] }
 
 // NewSubKeyedValue registers d with s and returns its handle.
 func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) (SubKeyedValue[K, N, V], error) {
+	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
 	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value)
 	return SubKeyedValue[K, N, V]{h}, err
 }

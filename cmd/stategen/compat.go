@@ -36,7 +36,11 @@ Flags:
 type codeState struct {
 	name, schema string
 	where        []string // "pkg.Struct.Field (file:line)", every declaration
+	migrations   []codeMigration
 }
+
+// codeMigration is a //stategen:migrate function of a state.
+type codeMigration struct{ fn, from string }
 
 // runCompat is "stategen compat".
 func runCompat(args []string, stdout, stderr io.Writer) int {
@@ -88,6 +92,9 @@ func runCompat(args []string, stdout, stderr io.Writer) int {
 				if cs == nil {
 					cs = &codeState{name: st.Name, schema: st.Schema()}
 					code[st.Name] = cs
+				}
+				for _, m := range st.Migrations {
+					cs.migrations = append(cs.migrations, codeMigration{fn: m.Func, from: st.MigrationSchema(m)})
 				}
 				where := fmt.Sprintf("%s.%s.%s (%s:%d)", p.Name, s.Name, st.Field, st.Pos.Filename, st.Pos.Line)
 				if st.Schema() != cs.schema {
@@ -170,8 +177,22 @@ func compat(name, written, fingerprint string, cs *codeState) (string, []string)
 		return schema.Incompatible.String(), append(detail, "the code's schema does not parse: "+err.Error())
 	}
 	mig, err := schema.Resolve(from, to)
-	if err != nil {
-		return schema.Incompatible.String(), append(detail, err.Error())
+	if err == nil {
+		return mig.Verdict.String(), append(detail, mig.Changes...)
 	}
-	return mig.Verdict.String(), append(detail, mig.Changes...)
+	// The escape hatch, as a restore applies it.
+	for _, m := range cs.migrations {
+		mfrom, perr := schema.Parse(m.from)
+		if perr != nil || schema.CheckKeys(mfrom, to) != nil {
+			continue
+		}
+		if pre, rerr := schema.Resolve(from, mfrom); rerr == nil {
+			detail = append(detail, "converted by the migration function "+m.fn+" from "+mfrom.Value.String())
+			if pre.Verdict != schema.Unchanged {
+				detail = append(detail, pre.Changes...)
+			}
+			return schema.Compatible.String(), detail
+		}
+	}
+	return schema.Incompatible.String(), append(detail, err.Error())
 }

@@ -33,6 +33,10 @@ func TestCompatReportsEveryStateAndFailsTheIncompatible(t *testing.T) {
 			"incompatible counter", "value: checkpoint has int32, code declares int16",
 			"not-in-code  history",
 		}, nil, "cannot be restored"},
+		{"migration functions", []string{"compat", "-against", ckpt, "./generated/evolve/hatch"}, exitOK, []string{
+			"compatible   profiles", "converted by the migration function migrateProfiles from struct{Name string;Age int8}",
+			"compatible   counter", "converted by the migration function narrowCounter from int32",
+		}, []string{"incompatible"}, ""},
 		{"declared twice", []string{"compat", "-against", ckpt, "./generated/evolve/v2", "./generated/evolve/bad"}, exitStale, []string{
 			"incompatible profiles", "the declarations disagree",
 		}, nil, ""},

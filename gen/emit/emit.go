@@ -115,6 +115,9 @@ func newEmitter(pkg *model.Package) (*emitter, error) {
 				e.use(st.UserKey, true)
 			}
 			e.use(st.Value, false)
+			for _, m := range st.Migrations {
+				e.use(m.From, false)
+			}
 		}
 	}
 	e.names = assignNames(e.types, pkg.Path)
@@ -430,6 +433,16 @@ func (e *emitter) open(s *model.StateStruct) {
 		if st.UserKey != nil {
 			targs = append(targs, e.typ(st.UserKey))
 			dict[jen.Id("UserKey")] = e.codecExpr(st.UserKey)
+		}
+		if len(st.Migrations) > 0 {
+			var ms []jen.Code
+			for _, m := range st.Migrations {
+				ms = append(ms, jen.Values(jen.Dict{
+					jen.Id("From"):    jen.Lit(st.MigrationSchema(m)),
+					jen.Id("Convert"): jen.Qual(RuntimePath, "MigrationFunc").Call(e.codecExpr(m.From), e.codecExpr(st.Value), jen.Id(m.Func)),
+				}))
+			}
+			dict[jen.Id("Migrations")] = jen.Index().Qual(RuntimePath, "Migration").Values(ms...)
 		}
 		targs = append(targs, e.typ(st.Value))
 		desc := ""

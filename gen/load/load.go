@@ -45,6 +45,13 @@ const RuntimePath = "github.com/stategen/stategen/runtime"
 // Marker is the comment line that marks a state struct.
 const Marker = "//stategen:state"
 
+// MigrateMarker, followed by a state name, marks a function that migrates
+// that state's values from an older value type:
+//
+//	//stategen:migrate profiles
+//	func migrateProfiles(old ProfileV1) (Profile, error)
+const MigrateMarker = "//stategen:migrate"
+
 // TagKey is the struct tag key that names a state: `state:"clicks"`. The
 // name `state:"-"` excludes a field from the state struct's states.
 const TagKey = "state"
@@ -267,7 +274,90 @@ func (l *loader) load() *model.Package {
 			}
 		}
 	}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok {
+				if state, ok := migrateMarker(fd.Doc); ok {
+					l.migration(mp, fd, state)
+				}
+			}
+		}
+	}
 	return mp
+}
+
+// migrateMarker returns the state name of a //stategen:migrate line of g.
+func migrateMarker(g *ast.CommentGroup) (string, bool) {
+	if g == nil {
+		return "", false
+	}
+	for _, c := range g.List {
+		if rest, ok := strings.CutPrefix(c.Text, MigrateMarker); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+// migration adds the migration function fd of the state named state.
+func (l *loader) migration(mp *model.Package, fd *ast.FuncDecl, state string) {
+	pos := l.pos(fd.Name.Pos())
+	prefix := fmt.Sprintf("migration function %s: ", fd.Name.Name)
+	if state == "" {
+		l.errorf(pos, "%s%s needs the name of the state it migrates", prefix, MigrateMarker)
+		return
+	}
+	var target *model.State
+	for _, s := range mp.Structs {
+		for _, st := range s.States {
+			if st.Name == state {
+				target = st
+			}
+		}
+	}
+	if target == nil {
+		l.errorf(pos, "%sthe package declares no state %q", prefix, state)
+		return
+	}
+	obj, _ := l.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+	if obj == nil {
+		l.errorf(pos, "%sno type information", prefix)
+		return
+	}
+	sig := obj.Type().(*types.Signature)
+	errType := types.Universe.Lookup("error").Type()
+	switch {
+	case sig.Recv() != nil:
+		l.errorf(pos, "%sa method cannot migrate a state; write a function", prefix)
+		return
+	case sig.TypeParams().Len() > 0:
+		l.errorf(pos, "%sa generic function cannot migrate a state", prefix)
+		return
+	case sig.Params().Len() != 1 || sig.Variadic() || sig.Results().Len() != 2 || !types.Identical(sig.Results().At(1).Type(), errType):
+		l.errorf(pos, "%swant func(old OldType) (%s, error)", prefix, target.Value.GoString(mp.Path))
+		return
+	}
+	from := l.typeFor(sig.Params().At(0).Type(), model.RoleValue, pos, prefix)
+	to := l.typeFor(sig.Results().At(0).Type(), model.RoleValue, pos, prefix)
+	if from == nil || to == nil {
+		return
+	}
+	switch {
+	case to.GoString(mp.Path) != target.Value.GoString(mp.Path):
+		l.errorf(pos, "%sit returns %s, but state %q holds %s", prefix, to.GoString(mp.Path), state, target.Value.GoString(mp.Path))
+		return
+	case target.MigrationSchema(&model.Migration{From: from}) == target.Schema():
+		l.errorf(pos, "%s%s has the state's own schema: there is nothing to migrate", prefix, from.GoString(mp.Path))
+		return
+	}
+	m := &model.Migration{Func: fd.Name.Name, From: from, Pos: pos}
+	for _, o := range target.Migrations {
+		if target.MigrationSchema(o) == target.MigrationSchema(m) {
+			l.errorf(pos, "%sfunction %s (%s) already migrates state %q from the same schema", prefix, o.Func, o.Pos, state)
+			return
+		}
+	}
+	target.Migrations = append(target.Migrations, m)
 }
 
 // hasMarker reports whether a comment group holds the //stategen:state line.

@@ -394,6 +394,29 @@ type State struct {
 	// Key is always set, Namespace for sub-keyed states, UserKey for maps.
 	Key, Namespace, UserKey, Value *Type
 	Pos                            token.Position // the field's position
+	// Migrations are the user's functions that migrate the state's values
+	// from older value types (//stategen:migrate).
+	Migrations []*Migration
+}
+
+// Migration is a function the user wrote, marked //stategen:migrate, that
+// migrates a state's values from an older value type: the escape hatch
+// for a change the schema rules refuse (see runtime.Migration).
+type Migration struct {
+	// Func is the function's name: func Func(old From) (Value, error).
+	Func string
+	// From is the old value type.
+	From *Type
+	// Pos is the function's position.
+	Pos token.Position
+}
+
+// MigrationSchema returns the schema of s with the old value type of m:
+// the checkpoints m migrates from.
+func (s *State) MigrationSchema(m *Migration) string {
+	old := *s
+	old.Value = m.From
+	return old.Schema()
 }
 
 // Handle returns the name of the runtime handle type of s, such as

@@ -20,6 +20,7 @@ import (
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/checkpoint/inspect"
 	"github.com/stategen/stategen/generated/evolve/bad"
+	"github.com/stategen/stategen/generated/evolve/hatch"
 	v1 "github.com/stategen/stategen/generated/evolve/v1"
 	v2 "github.com/stategen/stategen/generated/evolve/v2"
 	"github.com/stategen/stategen/runtime"
@@ -418,5 +419,37 @@ func TestInspectReadsYesterdaysCheckpointWithTodaysTypes(t *testing.T) {
 	})
 	if !errors.Is(err, inspect.ErrState) || !errors.Is(err, schema.ErrIncompatible) || !strings.Contains(err.Error(), "value.Name") {
 		t.Errorf("inspect with an incompatible descriptor: %v", err)
+	}
+}
+
+// The escape hatch: an incompatible change restores when the code keeps
+// the old type and marks a function that migrates from it; the function
+// runs for every value, on every backend, after the schema rules resolve
+// the checkpoint's schema to the old type's.
+func TestMigrationFunctionsRestoreAnIncompatibleChange(t *testing.T) {
+	s := golden(t)
+	for _, b := range backends {
+		t.Run("backend="+b.name, func(t *testing.T) {
+			store := b.new(t, runtime.FullRange(maxP))
+			st, err := hatch.OpenState(store)
+			check(t, err)
+			stats, err := checkpoint.Restore(ctx, s, "chk-1", "op", 0, 1, store, &checkpoint.RestoreOptions{UnknownStates: checkpoint.DropUnknownStates})
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			if got := strings.Join(stats.Migrated["profiles"], "\n"); !strings.Contains(got, "migration function") {
+				t.Errorf("profiles migrated with %q", stats.Migrated["profiles"])
+			}
+			for i, u := range users {
+				p, ok, err := st.Profiles.Get(u)
+				if err != nil || !ok || p != (hatch.Profile{Name: int64(len("N" + u)), Age: int64(-i)}) {
+					t.Errorf("profile of %s: %+v, %v, %v", u, p, ok, err)
+				}
+				c, ok, err := st.Counter.Get(u)
+				if err != nil || !ok || c != int16(-(i+1)) {
+					t.Errorf("counter of %s: %d, %v, %v", u, c, ok, err)
+				}
+			}
+		})
 	}
 }

@@ -117,21 +117,9 @@ func Resolve(writer, reader *State) (*Migration, error) {
 		return m, nil
 	}
 	m.Verdict = Compatible
-	if writer.Kind != reader.Kind || writer.SubKeyed != reader.SubKeyed {
-		return nil, &IncompatibleError{Path: "state", Checkpoint: describeKind(writer), Code: describeKind(reader),
-			Reason: "a state's kind may not change"}
-	}
 	r := &resolver{m: m}
-	for _, part := range []struct {
-		path string
-		w, r *Type
-	}{{"key", writer.Key, reader.Key}, {"namespace", writer.Namespace, reader.Namespace}, {"user key", writer.UserKey, reader.UserKey}} {
-		if part.w == nil {
-			continue
-		}
-		if err := r.sameKey(part.path, part.w, part.r); err != nil {
-			return nil, err
-		}
+	if err := r.sameKeys(writer, reader); err != nil {
+		return nil, err
 	}
 	v, err := r.value("value", writer.Value, reader.Value)
 	if err != nil {
@@ -145,6 +133,34 @@ func Resolve(writer, reader *State) (*Migration, error) {
 		m.Changes = append(m.Changes, "no byte changes: "+describeRename(writer, reader))
 	}
 	return m, nil
+}
+
+// CheckKeys checks what no migration may change: the state's kind and
+// sub-keying, and the encoding of its keys, namespaces and user keys. The
+// error is an *IncompatibleError. A migration function written by the user
+// (runtime.Migration) may change a state's values only.
+func CheckKeys(writer, reader *State) error {
+	return (&resolver{m: &Migration{}}).sameKeys(writer, reader)
+}
+
+// sameKeys is CheckKeys, noting the changes that keep the bytes.
+func (r *resolver) sameKeys(writer, reader *State) error {
+	if writer.Kind != reader.Kind || writer.SubKeyed != reader.SubKeyed {
+		return &IncompatibleError{Path: "state", Checkpoint: describeKind(writer), Code: describeKind(reader),
+			Reason: "a state's kind may not change"}
+	}
+	for _, part := range []struct {
+		path string
+		w, r *Type
+	}{{"key", writer.Key, reader.Key}, {"namespace", writer.Namespace, reader.Namespace}, {"user key", writer.UserKey, reader.UserKey}} {
+		if part.w == nil {
+			continue
+		}
+		if err := r.sameKey(part.path, part.w, part.r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func describeKind(s *State) string {

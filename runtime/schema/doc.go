@@ -53,9 +53,12 @@
 //     keys equal), but not otherwise change; arrays keep their length.
 //   - Anything else is refused: narrowing (int64 → int32, float64 →
 //     float32), a type of another family (string → int64, slice → array),
-//     a changed state kind or sub-keying. Such a change cannot be restored
-//     from the checkpoint; give the state a new name (it starts empty) or
-//     keep the old type.
+//     a changed state kind or sub-keying. For a value, keep the old type in
+//     the code and write a function from it to the new one, marked
+//     //stategen:migrate (see runtime.Migration): a restore resolves the
+//     checkpoint's schema to the old type's by the rules above, then runs
+//     the function. Keys, a state's kind and its sub-keying cannot change
+//     even so.
 //
 // Enums are their underlying integer or string type: widening an enum's
 // type is allowed, its values are not checked.
