@@ -90,21 +90,17 @@ const (
 	Named
 )
 
-var kindNames = [...]string{
-	Invalid: "invalid", Bool: "bool", Int: "int", Int8: "int8", Int16: "int16",
-	Int32: "int32", Int64: "int64", Uint: "uint", Uint8: "uint8", Uint16: "uint16",
-	Uint32: "uint32", Uint64: "uint64", Float32: "float32", Float64: "float64",
-	String: "string", Bytes: "bytes", Time: "time", Duration: "duration",
-	Array: "array", Slice: "slice", Map: "map", Pointer: "pointer", Struct: "struct",
-	Named: "named",
-}
-
-// String returns the kind's name, as used in schemas for leaves.
+// String returns the kind's name, as used in schemas for leaves (the
+// names of package runtime/schema, whose kinds are the model's but for
+// Named).
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
+	switch k {
+	case Invalid:
+		return "invalid"
+	case Named:
+		return "named"
 	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
+	return schema.Kind(k).String()
 }
 
 // IsLeaf reports whether k is a basic type, string, []byte, time.Time or
@@ -282,26 +278,7 @@ func (f Field) SchemaName() string {
 // MinSize returns the smallest number of bytes the value encoding of t
 // takes. It is zero only for types whose values all encode to nothing
 // (struct{} and the like).
-func (t *Type) MinSize() int64 {
-	switch b := t.Base(); b.Kind {
-	case Float32:
-		return 4
-	case Float64:
-		return 8
-	case Time:
-		return 2
-	case Array:
-		return b.Len * b.Elem.MinSize()
-	case Struct:
-		var n int64
-		for _, f := range b.Fields {
-			n += f.Type.MinSize()
-		}
-		return n
-	default:
-		return 1
-	}
-}
+func (t *Type) MinSize() int64 { return t.SchemaType().MinSize() }
 
 // Strings returns how many strings a value of t can hold: 0, 1 or 2 (two or
 // more). Decoders of values that can hold several strings back them with one

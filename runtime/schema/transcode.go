@@ -194,9 +194,9 @@ const maxEmptyElems = 1 << 16
 // src claims to hold: no more than its bytes can encode, so that a hostile
 // count cannot make the transcoder loop without reading.
 func checkCount(t *Type, n uint64, src []byte) error {
-	per := minSize(t.Elem)
+	per := t.Elem.MinSize()
 	if t.Kind == Map {
-		per += minSize(t.Key)
+		per += t.Key.MinSize()
 	}
 	limit := uint64(len(src))
 	if per > 0 {
@@ -210,8 +210,10 @@ func checkCount(t *Type, n uint64, src []byte) error {
 	return nil
 }
 
-// minSize is the fewest bytes a value of t encodes to.
-func minSize(t *Type) int64 {
+// MinSize returns the fewest bytes the value encoding of t takes: zero
+// only for types whose values all encode to nothing (struct{} and the
+// like).
+func (t *Type) MinSize() int64 {
 	switch t.Kind {
 	case Float32:
 		return 4
@@ -220,11 +222,11 @@ func minSize(t *Type) int64 {
 	case Time:
 		return 2
 	case Array:
-		return t.Len * minSize(t.Elem)
+		return t.Len * t.Elem.MinSize()
 	case Struct:
 		var n int64
 		for _, f := range t.Fields {
-			n += minSize(f.Type)
+			n += f.Type.MinSize()
 		}
 		return n
 	}
@@ -259,18 +261,10 @@ func skip(t *Type, src []byte, depth int) ([]byte, error) {
 		_, src, err = runtime.DecodeFloat64Value(src)
 	case Time:
 		_, src, err = runtime.DecodeTimeValue(src)
-	case String:
+	case String, Bytes:
 		var n int
-		if n, src, err = runtime.DecodeLen(src); err == nil {
+		if n, _, src, err = text(t.Kind, src); err == nil {
 			src = src[n:]
-		}
-	case Bytes:
-		var u uint64
-		if u, src, err = runtime.DecodeUvarint(src); err == nil && u > 0 {
-			if u-1 > uint64(len(src)) {
-				return nil, fmt.Errorf("%w: bytes value: length %d exceeds the %d remaining bytes", runtime.ErrCorrupt, u-1, len(src))
-			}
-			src = src[u-1:]
 		}
 	case Array:
 		for range t.Len {
@@ -316,24 +310,29 @@ func skip(t *Type, src []byte, depth int) ([]byte, error) {
 	return src, nil
 }
 
+// text reads the length of a string or []byte value (kind k) at the front
+// of src: n bytes follow in rest; null reports a nil []byte.
+func text(k Kind, src []byte) (n int, null bool, rest []byte, err error) {
+	if k == String {
+		n, rest, err = runtime.DecodeLen(src)
+		return n, false, rest, err
+	}
+	u, rest, err := runtime.DecodeUvarint(src)
+	switch {
+	case err != nil:
+		return 0, false, nil, err
+	case u == 0:
+		return 0, true, rest, nil
+	case u-1 > uint64(len(rest)):
+		return 0, false, nil, fmt.Errorf("%w: bytes value: length %d exceeds the %d remaining bytes", runtime.ErrCorrupt, u-1, len(rest))
+	}
+	return int(u - 1), false, rest, nil
+}
+
 // convert reads a scalar of kind w and appends it as kind r (widens(w, r)).
 func convert(dst, src []byte, w, r Kind) ([]byte, []byte, error) {
 	if w == String || w == Bytes {
-		var n int
-		var err error
-		var null bool
-		if w == String {
-			n, src, err = runtime.DecodeLen(src)
-		} else {
-			var u uint64
-			if u, src, err = runtime.DecodeUvarint(src); err == nil {
-				null = u == 0
-				if u > 0 && u-1 > uint64(len(src)) {
-					err = fmt.Errorf("%w: bytes value: length %d exceeds the %d remaining bytes", runtime.ErrCorrupt, u-1, len(src))
-				}
-				n = int(max(u, 1) - 1)
-			}
-		}
+		n, null, src, err := text(w, src)
 		if err != nil {
 			return dst, nil, err
 		}
