@@ -223,7 +223,8 @@ type aheadBlock struct {
 // scanAhead reads and checks the blocks of a section on a goroutine of its
 // own, up to readAhead blocks ahead of the calling goroutine, which
 // decodes them and passes their entries to fn. It returns once that
-// goroutine has ended.
+// goroutine has closed blocks, its last act: it is then done with every
+// buffer and with r.
 //
 // The readAhead+1 block buffers are tokens: in free (whose capacity is
 // their number, so giving one back never blocks), held by the reading
