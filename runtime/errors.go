@@ -55,4 +55,15 @@ var (
 	// ErrUnbound reports a call on a zero handle: a state struct field that
 	// no generated Open function (or New* constructor) has bound to a store.
 	ErrUnbound = errors.New("stategen: state handle is not bound to a store")
+
+	// ErrInvalidView reports a View that breaks its contract: nil, its
+	// states unsorted, an entry outside the key group scanned (a corrupt
+	// entry wraps ErrCorrupt instead).
+	ErrInvalidView = errors.New("stategen: invalid view")
+
+	// ErrWriteDuringIteration reports a write to a store — a Put, Add,
+	// Delete, Clear, a Register of a new state, a Restore — made from
+	// inside the callback of one of its iterations (an All, Keys, Values,
+	// Range or Namespaces loop), which every backend refuses.
+	ErrWriteDuringIteration = errors.New("stategen: write from inside an iteration of the same store")
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 	tb "github.com/tidwall/btree"
 )
 
@@ -336,14 +337,8 @@ func (st *state) load(src runtime.View, kg int) error {
 		return nil
 	}
 	err := src.Scan(spec.Name, kg, func(e runtime.Entry) error {
-		if g := runtime.KeyGroupOfHash(runtime.HashKey(e.Key), s.cfg.MaxParallelism); g != kg {
-			return fmt.Errorf("%w: entry of key %x, which belongs to key group %d", runtime.ErrCorrupt, e.Key, g)
-		}
-		if !spec.SubKeyed && len(e.Namespace) != 0 {
-			return fmt.Errorf("%w: entry of key %x has namespace %x in a keyed state", runtime.ErrCorrupt, e.Key, e.Namespace)
-		}
-		if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
-			return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
+		if err := storekit.CheckEntry(spec, kg, runtime.KeyGroupOfHash(runtime.HashKey(e.Key), s.cfg.MaxParallelism), e); err != nil {
+			return err
 		}
 		if len(e.Key)+len(e.Namespace)+len(e.UserKey) > MaxKeyBytes {
 			return fmt.Errorf("%w: entry of %d key bytes is longer than MaxKeyBytes", runtime.ErrCorrupt, len(e.Key)+len(e.Namespace)+len(e.UserKey))

@@ -2,19 +2,20 @@ package btree
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // ErrWriteDuringIteration reports a write (or a Restore) made from inside
 // an iteration callback — List Get, Map Iterate, SortedMap Range,
 // Namespaces — which the Store contract forbids. The write is refused and
 // the store is unchanged.
-var ErrWriteDuringIteration = errors.New("btree: write from inside an iteration callback")
+// It is runtime.ErrWriteDuringIteration, which every backend returns.
+var ErrWriteDuringIteration = runtime.ErrWriteDuringIteration
 
 // layout says how a state's entries are spread over trees.
 type layout uint8
@@ -93,17 +94,12 @@ func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
 
 // Register implements runtime.Store.
 func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
-	if s.closed {
-		return nil, fmt.Errorf("%w: cannot register state %q", runtime.ErrClosed, spec.Name)
-	}
-	if err := spec.Validate(); err != nil {
+	existing, err := storekit.CheckRegister(s.target(), s.closed, s.iterating > 0, spec)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if st, ok := s.states[spec.Name]; ok {
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return nil, err
-		}
-		return st.handle, nil
+	case existing:
+		return s.states[spec.Name].handle, nil
 	}
 	return s.create(spec).handle, nil
 }
@@ -172,41 +168,11 @@ func (s *Store) Restore(src runtime.View) error {
 	if s.iterating > 0 {
 		return fmt.Errorf("%w: Restore", ErrWriteDuringIteration)
 	}
-	if src == nil {
-		return errors.New("btree: restore: nil View")
+	r, err := storekit.CheckRestore(s.target(), src)
+	if err != nil {
+		return err
 	}
-	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
-		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
-			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
-	}
-	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
-		return fmt.Errorf("btree: restore: the view's key groups: %w", err)
-	}
-	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
-	specs := src.States()
-	seen := make(map[string]bool, len(specs))
-	for _, spec := range specs {
-		if err := spec.Validate(); err != nil {
-			return fmt.Errorf("btree: restore: %w", err)
-		}
-		if seen[spec.Name] {
-			return fmt.Errorf("%w: btree: restore: the view lists state %q twice", runtime.ErrCorrupt, spec.Name)
-		}
-		seen[spec.Name] = true
-		st, ok := s.states[spec.Name]
-		if !ok {
-			continue
-		}
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return fmt.Errorf("btree: restore: %w", err)
-		}
-		for kg := range groups.All() {
-			if st.hasGroup(kg) {
-				return fmt.Errorf("%w: state %q already has entries in key group %d",
-					runtime.ErrRestoreConflict, spec.Name, kg)
-			}
-		}
-	}
+	groups, specs := r.Groups, r.States
 	for _, spec := range specs {
 		st, ok := s.states[spec.Name]
 		if !ok {
@@ -219,6 +185,22 @@ func (s *Store) Restore(src runtime.View) error {
 		}
 	}
 	return nil
+}
+
+// target describes the store to storekit.
+func (s *Store) target() storekit.Target {
+	return storekit.Target{
+		Name:   "btree",
+		Config: s.cfg,
+		Registered: func(name string) (runtime.StateSpec, bool) {
+			st, ok := s.states[name]
+			if !ok {
+				return runtime.StateSpec{}, false
+			}
+			return st.spec, true
+		},
+		Occupied: func(name string, kg int) (bool, error) { return s.states[name].hasGroup(kg), nil },
+	}
 }
 
 // Close implements runtime.Store. It drops the live trees; snapshots hold

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // Restore implements runtime.Store. It checks every state and key group
@@ -31,35 +32,13 @@ func (s *Store) Restore(src runtime.View) error {
 		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
 	}
 	if s.iterating > 0 {
-		return fmt.Errorf("cow: Restore called from inside an iteration callback")
+		return fmt.Errorf("%w: cow: Restore", runtime.ErrWriteDuringIteration)
 	}
-	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
-		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
-			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
+	r, err := storekit.CheckRestore(s.target(), src)
+	if err != nil {
+		return err
 	}
-	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
-		return fmt.Errorf("cow: restore: the view's key groups: %w", err)
-	}
-	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
-	specs := src.States()
-	for _, spec := range specs {
-		st, ok := s.states[spec.Name]
-		if !ok {
-			if err := spec.Validate(); err != nil {
-				return fmt.Errorf("cow: restore: %w", err)
-			}
-			continue
-		}
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return fmt.Errorf("cow: restore: %w", err)
-		}
-		for kg := range groups.All() {
-			if t := st.tabs[kg-s.cfg.KeyGroups.Start]; t != nil && !t.empty() {
-				return fmt.Errorf("%w: state %q already has entries in key group %d",
-					runtime.ErrRestoreConflict, spec.Name, kg)
-			}
-		}
-	}
+	groups, specs := r.Groups, r.States
 	tabs, err := s.loadAll(src, specs, groups)
 	if err != nil {
 		return err
@@ -77,6 +56,25 @@ func (s *Store) Restore(src runtime.View) error {
 		}
 	}
 	return nil
+}
+
+// target describes the store to storekit.
+func (s *Store) target() storekit.Target {
+	return storekit.Target{
+		Name:   "cow",
+		Config: s.cfg,
+		Registered: func(name string) (runtime.StateSpec, bool) {
+			st, ok := s.states[name]
+			if !ok {
+				return runtime.StateSpec{}, false
+			}
+			return st.spec, true
+		},
+		Occupied: func(name string, kg int) (bool, error) {
+			t := s.states[name].tabs[kg-s.cfg.KeyGroups.Start]
+			return t != nil && !t.empty(), nil
+		},
+	}
 }
 
 // loadAll loads every state of specs in every key group of groups from src
@@ -281,11 +279,8 @@ func (ld *loader) add(e runtime.Entry) error {
 		return errRestoreStopped
 	}
 	spec := ld.spec
-	if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
-		return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
-	}
-	if !spec.SubKeyed && len(e.Namespace) != 0 {
-		return fmt.Errorf("%w: entry of key %x has namespace %x in a keyed state", runtime.ErrCorrupt, e.Key, e.Namespace)
+	if err := storekit.CheckEntryShape(spec, e); err != nil {
+		return err
 	}
 	if len(ld.t.slabs) > maxSlabs-slabHeadroom {
 		return ErrTooLarge
@@ -295,9 +290,8 @@ func (ld *loader) add(e runtime.Entry) error {
 		bytes.Equal(ld.bytes(ld.runs[n-1].key), e.Key) && bytes.Equal(ld.bytes(ld.runs[n-1].ns), e.Namespace)
 	if !same {
 		h := runtime.HashKey(e.Key)
-		if g := runtime.KeyGroupOfHash(h, ld.s.cfg.MaxParallelism); g != ld.kg {
-			return fmt.Errorf("%w: entry of key %x, which belongs to key group %d, read from key group %d",
-				runtime.ErrCorrupt, e.Key, g, ld.kg)
+		if err := storekit.CheckEntryGroup(ld.kg, runtime.KeyGroupOfHash(h, ld.s.cfg.MaxParallelism), e); err != nil {
+			return err
 		}
 		r := loadRun{keyHash: h, mainTarget: h}
 		if spec.SubKeyed {

@@ -52,7 +52,7 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 	}
 	s := st.s
 	if s.iterating > 0 {
-		return nil, fmt.Errorf("cow: state %q: write from inside an iteration callback", st.spec.Name)
+		return nil, fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
 	}
 	if t == nil {
 		t = newTable(st.spec.Kind, &s.opts, s.seq)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // Store is the copy-on-write in-memory backend: a runtime.Store whose
@@ -57,16 +58,11 @@ func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
 
 // Register implements runtime.Store.
 func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
-	if s.closed {
-		return nil, fmt.Errorf("%w: cannot register state %q", runtime.ErrClosed, spec.Name)
-	}
-	if err := spec.Validate(); err != nil {
+	existing, err := storekit.CheckRegister(s.target(), s.closed, s.iterating > 0, spec)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if st, ok := s.states[spec.Name]; ok {
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return nil, err
-		}
+	case existing:
 		return s.handles[spec.Name], nil
 	}
 	return s.create(spec), nil

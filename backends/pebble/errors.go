@@ -1,6 +1,10 @@
 package pebble
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/stategen/stategen/runtime"
+)
 
 // Errors of this backend, to be tested with errors.Is. Errors about the
 // working directory name it.
@@ -23,7 +27,8 @@ var (
 	// inside an iteration callback (List Get, Map Iterate, SortedMap Range,
 	// Namespaces), which the Store contract forbids. The call is refused and
 	// the store is unchanged.
-	ErrWriteDuringIteration = errors.New("pebble: write from inside an iteration callback")
+	// It is runtime.ErrWriteDuringIteration, which every backend returns.
+	ErrWriteDuringIteration = runtime.ErrWriteDuringIteration
 
 	// ErrFailed reports that the working directory failed under the store:
 	// a write could not be persisted (a full disk, an I/O error) or Pebble

@@ -15,6 +15,7 @@ import (
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // Store is the on-disk backend: a runtime.Store that keeps every state in
@@ -303,17 +304,12 @@ func (s *Store) Metrics() *pebbledb.Metrics {
 // Register implements runtime.Store. A new state gets the next state id,
 // recorded with its spec in the working directory.
 func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
-	if s.closed {
-		return nil, fmt.Errorf("%w: cannot register state %q", runtime.ErrClosed, spec.Name)
-	}
-	if err := spec.Validate(); err != nil {
+	existing, err := storekit.CheckRegister(s.target(nil), s.closed, s.iterating > 0, spec)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if st, ok := s.states[spec.Name]; ok {
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return nil, err
-		}
-		return st.handle, nil
+	case existing:
+		return s.states[spec.Name].handle, nil
 	}
 	st, err := s.create(spec)
 	if err != nil {
@@ -400,41 +396,21 @@ func (s *Store) Restore(src runtime.View) error {
 	if s.iterating > 0 {
 		return fmt.Errorf("%w: Restore", ErrWriteDuringIteration)
 	}
-	if src == nil {
-		return errors.New("pebble: restore: nil View")
-	}
-	if p := src.MaxParallelism(); p != s.cfg.MaxParallelism {
-		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
-			runtime.ErrMaxParallelismMismatch, s.cfg.MaxParallelism, p)
-	}
-	if err := src.KeyGroups().Validate(s.cfg.MaxParallelism); err != nil {
-		return fmt.Errorf("pebble: restore: the view's key groups: %w", err)
-	}
 	if err := s.h.writable(); err != nil {
 		return fmt.Errorf("pebble: restore: %w", err)
 	}
-	groups := src.KeyGroups().Intersect(s.cfg.KeyGroups)
-	specs := src.States()
-	seen := make(map[string]bool, len(specs))
-	for _, spec := range specs {
-		if err := spec.Validate(); err != nil {
-			return fmt.Errorf("pebble: restore: %w", err)
-		}
-		if seen[spec.Name] {
-			return fmt.Errorf("%w: pebble: restore: the view lists state %q twice", runtime.ErrCorrupt, spec.Name)
-		}
-		seen[spec.Name] = true
-		st, ok := s.states[spec.Name]
-		if !ok {
-			continue
-		}
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return fmt.Errorf("pebble: restore: %w", err)
-		}
-		if err := s.checkEmpty(st, groups); err != nil {
-			return err
-		}
+	it, err := s.db.NewIter(&pebbledb.IterOptions{})
+	if err != nil {
+		return fmt.Errorf("pebble: restore: %w", err)
 	}
+	r, err := storekit.CheckRestore(s.target(it), src)
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("pebble: restore: %w", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	groups, specs := r.Groups, r.States
 	for _, spec := range specs {
 		st, ok := s.states[spec.Name]
 		if !ok {
@@ -453,32 +429,37 @@ func (s *Store) Restore(src runtime.View) error {
 	return nil
 }
 
-// checkEmpty fails with runtime.ErrRestoreConflict if state st has an entry
-// in one of groups: one seek per key group, in an iterator bounded by the
-// state's prefix in that key group.
-func (s *Store) checkEmpty(st *state, groups runtime.KeyGroupRange) error {
-	if groups.Empty() {
-		return nil
+// target describes the store to storekit; it answers Occupied with it.
+func (s *Store) target(it *pebbledb.Iterator) storekit.Target {
+	var bounds [2][]byte
+	return storekit.Target{
+		Name:   "pebble",
+		Config: s.cfg,
+		Registered: func(name string) (runtime.StateSpec, bool) {
+			st, ok := s.states[name]
+			if !ok {
+				return runtime.StateSpec{}, false
+			}
+			return st.spec, true
+		},
+		Occupied: func(name string, kg int) (bool, error) { return occupied(it, &bounds, s.states[name], kg) },
 	}
-	var lo, hi []byte
-	it, err := s.db.NewIter(&pebbledb.IterOptions{})
-	if err != nil {
-		return fmt.Errorf("pebble: restore: %w", err)
+}
+
+// occupied reports whether state st has an entry in key group kg: one
+// seek of it, bounded by the state's prefix in that key group.
+// bounds holds the iterator's bounds, reused from call to call.
+func occupied(it *pebbledb.Iterator, bounds *[2][]byte, st *state, kg int) (bool, error) {
+	bounds[0] = appendStatePrefix(bounds[0][:0], kg, st.id)
+	bounds[1], _ = appendPrefixEnd(bounds[1][:0], bounds[0])
+	it.SetBounds(bounds[0], bounds[1])
+	if it.First() {
+		return true, nil
 	}
-	defer it.Close()
-	for kg := range groups.All() {
-		lo = appendStatePrefix(lo[:0], kg, st.id)
-		hi, _ = appendPrefixEnd(hi[:0], lo)
-		it.SetBounds(lo, hi)
-		if it.First() {
-			return fmt.Errorf("%w: state %q already has entries in key group %d",
-				runtime.ErrRestoreConflict, st.spec.Name, kg)
-		}
-		if err := it.Error(); err != nil {
-			return fmt.Errorf("pebble: restore: state %q, key group %d: %w", st.spec.Name, kg, err)
-		}
+	if err := it.Error(); err != nil {
+		return false, fmt.Errorf("state %q, key group %d: %w", st.spec.Name, kg, err)
 	}
-	return nil
+	return false, nil
 }
 
 // load writes the entries of state st in groups from src.
@@ -509,14 +490,8 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 	}
 	for kg := range groups.All() {
 		err := src.Scan(spec.Name, kg, func(e runtime.Entry) error {
-			if g := runtime.KeyGroupOfHash(runtime.HashKey(e.Key), s.cfg.MaxParallelism); g != kg {
-				return fmt.Errorf("%w: entry of key %x, which belongs to key group %d", runtime.ErrCorrupt, e.Key, g)
-			}
-			if !spec.SubKeyed && len(e.Namespace) != 0 {
-				return fmt.Errorf("%w: entry of key %x has namespace %x in a keyed state", runtime.ErrCorrupt, e.Key, e.Namespace)
-			}
-			if !spec.Kind.HasUserKey() && len(e.UserKey) != 0 {
-				return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
+			if err := storekit.CheckEntry(spec, kg, runtime.KeyGroupOfHash(runtime.HashKey(e.Key), s.cfg.MaxParallelism), e); err != nil {
+				return err
 			}
 			s.kbuf = appendEntryKey(s.kbuf[:0], kg, st.id, e.Key, e.Namespace)
 			if spec.Kind == runtime.KindList {

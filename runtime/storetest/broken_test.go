@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,8 @@ const (
 	restoreDropsLists
 	namespacesRepeats
 	scansInterfere
+	restoreDedupsStates
+	listCallbackUnguarded
 )
 
 // flawed is a Model with one flaw.
@@ -126,10 +129,23 @@ func (l lenientRelease) Release() error {
 }
 
 func (s *flawed) Restore(src runtime.View) error {
-	if s.flaw == restoreDropsLists {
+	switch {
+	case s.flaw == restoreDropsLists:
 		return s.Model.Restore(noLists{src})
+	case s.flaw == restoreDedupsStates && src != nil:
+		// What cow once did: a View that lists a state twice restored.
+		return s.Model.Restore(dedupStates{src})
 	}
 	return s.Model.Restore(src)
+}
+
+// dedupStates is a View whose States are sorted and repeated ones dropped.
+type dedupStates struct{ runtime.View }
+
+func (v dedupStates) States() []runtime.StateSpec {
+	specs := slices.Clone(v.View.States())
+	slices.SortFunc(specs, func(a, b runtime.StateSpec) int { return strings.Compare(a.Name, b.Name) })
+	return slices.CompactFunc(specs, func(a, b runtime.StateSpec) bool { return a.Name == b.Name })
 }
 
 // noLists is a View whose lists are empty.
@@ -200,6 +216,24 @@ func flawedNamespaces(s *flawed, st runtime.State, k runtime.Key, fn func([]byte
 type flawedList struct {
 	runtime.ListState
 	s *flawed
+}
+
+// Get copies the list first and calls fn after the model's guard is off:
+// writes from the callback then go through.
+func (l *flawedList) Get(k runtime.Key, fn func([]byte) bool) error {
+	if l.s.flaw != listCallbackUnguarded {
+		return l.ListState.Get(k, fn)
+	}
+	var elems [][]byte
+	if err := l.ListState.Get(k, func(e []byte) bool { elems = append(elems, slices.Clone(e)); return true }); err != nil {
+		return err
+	}
+	for _, e := range elems {
+		if !fn(e) {
+			break
+		}
+	}
+	return nil
 }
 
 func (l *flawedList) Update(k runtime.Key, elems [][]byte) error {
@@ -303,6 +337,8 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"RestoreDropsLists", restoreDropsLists, []string{"Contract/Restore", "Restore/Fresh", "Rescale/1to4", "Rescale/4to1"}},
 		{"NamespacesRepeats", namespacesRepeats, []string{"Contract/NamespacesAndDeleteAll", "Random/MaxP8Partial"}},
 		{"ScansInterfere", scansInterfere, []string{"SnapshotsWhileWriting/ConcurrentScans"}},
+		{"RestoreDedupsStates", restoreDedupsStates, []string{"Contract/RestoreBadViews"}},
+		{"ListCallbackUnguarded", listCallbackUnguarded, []string{"Contract/WriteDuringIteration"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

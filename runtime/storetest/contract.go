@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,8 @@ func contractChecks() []check {
 		{"SnapshotRelease", checkSnapshotRelease},
 		{"Restore", checkRestore},
 		{"RestoreErrors", checkRestoreErrors},
+		{"RestoreBadViews", checkRestoreBadViews},
+		{"WriteDuringIteration", checkWriteDuringIteration},
 	}
 }
 
@@ -1061,5 +1064,113 @@ func checkRestoreErrors(e *env) {
 	dst = e.newStore(runtime.StoreConfig{})
 	if err := dst.Restore(rel); err == nil {
 		fail("Restore of a released snapshot succeeded")
+	}
+}
+
+// badView is a View whose States lie: as returned by states.
+type badView struct {
+	runtime.View
+	states []runtime.StateSpec
+}
+
+func (v badView) States() []runtime.StateSpec { return v.states }
+
+// checkRestoreBadViews: a nil View, and a View that lists a state twice or
+// not in name order, are refused before anything is loaded, with the
+// errors of package runtime/storekit — never a panic, never a partial
+// restore.
+func checkRestoreBadViews(e *env) {
+	src, specs := restoreSource(e)
+	snap, err := src.Snapshot()
+	must(err, "Snapshot")
+	v := e.codec(snap)
+	must(snap.Release(), "Release")
+	defer releaseView(v)
+
+	dst := e.newStore(runtime.StoreConfig{})
+	wantErr(dst.Restore(nil), runtime.ErrInvalidView, "Restore(nil)")
+	all := v.States()
+	twice := append(slices.Clone(all[:2]), all[1:]...)
+	wantErr(dst.Restore(badView{v, twice}), runtime.ErrCorrupt, "Restore of a View that lists a state twice", all[1].Name)
+	unsorted := slices.Clone(all)
+	unsorted[0], unsorted[1] = unsorted[1], unsorted[0]
+	wantErr(dst.Restore(badView{v, unsorted}), runtime.ErrInvalidView, "Restore of a View whose states are not sorted")
+	if got := dumpStore(dst); len(got.States) != 0 {
+		fail("refused Restores loaded %v", got.States)
+	}
+	if len(dst.States()) != 0 {
+		fail("refused Restores registered states %v", dst.States())
+	}
+	// The store is still usable: the good View restores.
+	must(dst.Restore(v), "Restore after refused ones")
+	_ = specs
+}
+
+// checkWriteDuringIteration: a write from inside an iteration callback —
+// to the state iterated, another state, a new state, or a Restore — fails
+// with runtime.ErrWriteDuringIteration on every backend, and changes
+// nothing; reads are allowed.
+func checkWriteDuringIteration(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	val := register(s, specFor("iter", runtime.KindValue, true)).(runtime.ValueState)
+	list := register(s, specFor("iter", runtime.KindList, false)).(runtime.ListState)
+	m := register(s, specFor("iter", runtime.KindSortedMap, false)).(runtime.SortedMapState)
+	k := u32(1, nil)
+	kns := u32(1, []byte("ns"))
+	must(val.Put(kns, []byte("v")), "Put")
+	must(list.Add(k, []byte("e")), "Add")
+	must(m.Put(k, []byte("u"), []byte("v")), "Put")
+	before := dumpStore(s)
+	snap, err := s.Snapshot()
+	must(err, "Snapshot")
+	view := e.codec(snap)
+	must(snap.Release(), "Release")
+	defer releaseView(view)
+
+	writes := []struct {
+		name string
+		do   func() error
+	}{
+		{"Value Put", func() error { return val.Put(kns, []byte("w")) }},
+		{"Value Clear", func() error { return val.Clear(kns) }},
+		{"List Add", func() error { return list.Add(k, []byte("f")) }},
+		{"List Update", func() error { return list.Update(k, [][]byte{[]byte("g")}) }},
+		{"Map Put", func() error { return m.Put(k, []byte("u2"), []byte("v")) }},
+		{"Map Delete", func() error { return m.Delete(k, []byte("u")) }},
+		{"DeleteAll", func() error { return val.DeleteAll(kns) }},
+		{"Register", func() error { _, err := s.Register(specFor("iter.new", runtime.KindValue, false)); return err }},
+		{"Restore", func() error { return s.Restore(view) }},
+	}
+	iterations := []struct {
+		name string
+		run  func(fn func()) error
+	}{
+		{"List Get", func(fn func()) error { return list.Get(k, func([]byte) bool { fn(); return true }) }},
+		{"Map Iterate", func(fn func()) error { return m.Iterate(k, func(_, _ []byte) bool { fn(); return true }) }},
+		{"SortedMap Range", func(fn func()) error {
+			return m.Range(k, nil, nil, true, func(_, _ []byte) bool { fn(); return true })
+		}},
+		{"Namespaces", func(fn func()) error { return val.Namespaces(kns, func([]byte) bool { fn(); return true }) }},
+	}
+	for _, it := range iterations {
+		for _, w := range writes {
+			var got error
+			called := false
+			must(it.run(func() {
+				called = true
+				// A read is allowed.
+				if _, _, err := m.Get(k, []byte("u")); err != nil {
+					fail("%s: a read from inside the callback: %v", it.name, err)
+				}
+				got = w.do()
+			}), "%s", it.name)
+			if !called {
+				fail("%s: the callback was not called", it.name)
+			}
+			wantErr(got, runtime.ErrWriteDuringIteration, fmt.Sprintf("%s from inside %s", w.name, it.name))
+		}
+	}
+	if d := diff(before, dumpStore(s)); d != "" {
+		fail("refused writes changed the store:\n%s", d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // Model is the reference implementation of runtime.Store: plain Go maps, a
@@ -84,19 +85,30 @@ func (m *Model) Config() runtime.StoreConfig { return m.cfg }
 // Register implements runtime.Store.
 func (m *Model) Register(spec runtime.StateSpec) (runtime.State, error) {
 	m.enter()
-	if m.closed {
-		return nil, fmt.Errorf("%w: cannot register state %q", runtime.ErrClosed, spec.Name)
-	}
-	if err := spec.Validate(); err != nil {
+	existing, err := storekit.CheckRegister(m.target(), m.closed, m.callbacks > 0, spec)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if st, ok := m.states[spec.Name]; ok {
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return nil, err
-		}
+	case existing:
 		return m.handles[spec.Name], nil
 	}
 	return m.create(spec), nil
+}
+
+// target describes the model to storekit.
+func (m *Model) target() storekit.Target {
+	return storekit.Target{
+		Name:   "storetest",
+		Config: m.cfg,
+		Registered: func(name string) (runtime.StateSpec, bool) {
+			st, ok := m.states[name]
+			if !ok {
+				return runtime.StateSpec{}, false
+			}
+			return st.spec, true
+		},
+		Occupied: func(name string, kg int) (bool, error) { return len(m.states[name].groups[kg]) > 0, nil },
+	}
 }
 
 // create registers a new, empty state; spec is valid and its name is new.
@@ -158,35 +170,13 @@ func (m *Model) Restore(src runtime.View) error {
 		return fmt.Errorf("%w: cannot restore", runtime.ErrClosed)
 	}
 	if m.callbacks > 0 {
-		return fmt.Errorf("storetest: Restore called from inside an iteration callback")
+		return fmt.Errorf("%w: storetest: Restore", runtime.ErrWriteDuringIteration)
 	}
-	if p := src.MaxParallelism(); p != m.cfg.MaxParallelism {
-		return fmt.Errorf("%w: the store has maxParallelism %d, the restored view %d",
-			runtime.ErrMaxParallelismMismatch, m.cfg.MaxParallelism, p)
-	}
-	if err := src.KeyGroups().Validate(m.cfg.MaxParallelism); err != nil {
-		return fmt.Errorf("restore: the view's key groups: %w", err)
-	}
-	specs, err := viewStates(src)
+	r, err := storekit.CheckRestore(m.target(), src)
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return err
 	}
-	groups := src.KeyGroups().Intersect(m.cfg.KeyGroups)
-	for _, spec := range specs {
-		st, ok := m.states[spec.Name]
-		if !ok {
-			continue
-		}
-		if err := runtime.CheckSame(st.spec, spec); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		for kg := range groups.All() {
-			if len(st.groups[kg]) > 0 {
-				return fmt.Errorf("%w: state %q already has entries in key group %d",
-					runtime.ErrRestoreConflict, spec.Name, kg)
-			}
-		}
-	}
+	groups, specs := r.Groups, r.States
 	loaded := make(map[string]map[int][]runtime.Entry, len(specs))
 	for _, spec := range specs {
 		loaded[spec.Name] = make(map[int][]runtime.Entry)
@@ -251,7 +241,7 @@ func (s *stateCore) check(k runtime.Key, usesNamespace, write bool) error {
 		return fmt.Errorf("%w: state %q", runtime.ErrClosed, s.spec.Name)
 	}
 	if write && m.callbacks > 0 {
-		return fmt.Errorf("state %q: write from inside an iteration callback", s.spec.Name)
+		return fmt.Errorf("%w: state %q", runtime.ErrWriteDuringIteration, s.spec.Name)
 	}
 	if !m.cfg.KeyGroups.Contains(k.Group) {
 		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",

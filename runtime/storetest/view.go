@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // MemView is a View held entirely in memory: the snapshots of a Model, and
@@ -148,14 +149,9 @@ func readGroup(v runtime.View, spec runtime.StateSpec, kg int) ([]runtime.Entry,
 		if verdict != nil {
 			return badEntry("Scan went on after its callback returned an error")
 		}
-		if g := runtime.KeyGroupOfHash(runtime.HashKey(e.Key), maxP); g != kg {
-			return badEntry("key %x belongs to key group %d", e.Key, g)
-		}
-		if !spec.SubKeyed && len(e.Namespace) > 0 {
-			return badEntry("keyed state has namespace %x", e.Namespace)
-		}
-		if !spec.Kind.HasUserKey() && len(e.UserKey) > 0 {
-			return badEntry("%v state has user key %x", spec.Kind, e.UserKey)
+		if err := storekit.CheckEntry(spec, kg, runtime.KeyGroupOfHash(runtime.HashKey(e.Key), maxP), e); err != nil {
+			verdict = fmt.Errorf("state %q, key group %d, entry %d: %w", spec.Name, kg, len(out), err)
+			return verdict
 		}
 		id := entryID{string(e.Key), string(e.Namespace), string(e.UserKey)}
 		switch spec.Kind {

@@ -1,0 +1,160 @@
+// Package storekit holds what every Store implementation does alike,
+// written once: the checks a Restore runs before it loads anything
+// (CheckRestore) and the checks of every restored entry (CheckEntry). The
+// backends (cow, btree, pebble) and the reference model (runtime/storetest)
+// import it, so their answers to bad input cannot drift apart, and the
+// conformance suite pins those answers for every Store, third-party ones
+// included.
+//
+// A backend keeps what is its own: where its states live, how it loads
+// them, its own limits (a maximum key size, a writable working directory).
+// Everything the runtime.Store contract says about Restore's preconditions
+// — a nil View, another maxParallelism, invalid or repeated states, a state
+// registered with another spec, a key group that already holds entries —
+// is decided here, in this order, with these errors:
+//
+//   - a nil View: runtime.ErrInvalidView;
+//   - another maxParallelism: runtime.ErrMaxParallelismMismatch;
+//   - key groups outside the maxParallelism: runtime.ErrInvalidKeyGroup;
+//   - an invalid state descriptor: runtime.ErrInvalidState;
+//   - a state listed twice: runtime.ErrCorrupt;
+//   - states not sorted by name: runtime.ErrInvalidView;
+//   - a state registered with another spec: runtime.ErrStateMismatch;
+//   - entries of a restored state already in a key group the view
+//     restores: runtime.ErrRestoreConflict.
+package storekit
+
+import (
+	"fmt"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// Target is the store a Restore loads into, as CheckRestore sees it.
+type Target struct {
+	// Name prefixes error messages, e.g. "cow".
+	Name string
+	// Config is the store's configuration.
+	Config runtime.StoreConfig
+	// Registered returns the spec of the state registered under name.
+	Registered func(name string) (runtime.StateSpec, bool)
+	// Occupied reports whether the registered state name holds entries in
+	// key group kg, which the store owns.
+	Occupied func(name string, kg int) (bool, error)
+}
+
+// Restore is what CheckRestore found: what to load.
+type Restore struct {
+	// Groups are the view's key groups that the store owns: the ones to
+	// load.
+	Groups runtime.KeyGroupRange
+	// States are the view's states, in its order, each valid and listed
+	// once.
+	States []runtime.StateSpec
+}
+
+// CheckRestore runs, before anything is loaded, every check the Store
+// contract asks of Restore(src) into t (see the package doc), and returns
+// what to load. The errors name t, the state and the key group at fault.
+func CheckRestore(t Target, src runtime.View) (Restore, error) {
+	if src == nil {
+		return Restore{}, fmt.Errorf("%w: %s: restore from a nil View", runtime.ErrInvalidView, t.Name)
+	}
+	if p := src.MaxParallelism(); p != t.Config.MaxParallelism {
+		return Restore{}, fmt.Errorf("%w: %s: the store has maxParallelism %d, the restored view %d",
+			runtime.ErrMaxParallelismMismatch, t.Name, t.Config.MaxParallelism, p)
+	}
+	if err := src.KeyGroups().Validate(t.Config.MaxParallelism); err != nil {
+		return Restore{}, fmt.Errorf("%s: restore: the view's key groups: %w", t.Name, err)
+	}
+	r := Restore{Groups: src.KeyGroups().Intersect(t.Config.KeyGroups), States: src.States()}
+	for i, spec := range r.States {
+		if err := spec.Validate(); err != nil {
+			return Restore{}, fmt.Errorf("%s: restore: %w", t.Name, err)
+		}
+		if i > 0 {
+			switch prev := r.States[i-1].Name; {
+			case prev == spec.Name:
+				return Restore{}, fmt.Errorf("%w: %s: restore: the view lists state %q twice", runtime.ErrCorrupt, t.Name, spec.Name)
+			case prev > spec.Name:
+				return Restore{}, fmt.Errorf("%w: %s: restore: the view's states are not sorted by name: %q before %q", runtime.ErrInvalidView, t.Name, prev, spec.Name)
+			}
+		}
+		reg, ok := t.Registered(spec.Name)
+		if !ok {
+			continue
+		}
+		if err := runtime.CheckSame(reg, spec); err != nil {
+			return Restore{}, fmt.Errorf("%s: restore: %w", t.Name, err)
+		}
+		for kg := range r.Groups.All() {
+			occupied, err := t.Occupied(spec.Name, kg)
+			if err != nil {
+				return Restore{}, fmt.Errorf("%s: restore: %w", t.Name, err)
+			}
+			if occupied {
+				return Restore{}, fmt.Errorf("%w: %s: state %q already has entries in key group %d",
+					runtime.ErrRestoreConflict, t.Name, spec.Name, kg)
+			}
+		}
+	}
+	return r, nil
+}
+
+// CheckEntry checks one entry of state spec that a View's Scan of key group
+// kg passed, whose key belongs to key group group (the caller has hashed
+// the key already, to place the entry): it must belong to kg, carry a
+// namespace only in a sub-keyed state, and a user key only in a Map or
+// SortedMap. The error wraps runtime.ErrCorrupt and names the key.
+func CheckEntry(spec runtime.StateSpec, kg, group int, e runtime.Entry) error {
+	if err := CheckEntryGroup(kg, group, e); err != nil {
+		return err
+	}
+	return CheckEntryShape(spec, e)
+}
+
+// CheckEntryGroup is the key-group check of CheckEntry, for a backend that
+// checks it once per key (the entries of a list or map share their key).
+func CheckEntryGroup(kg, group int, e runtime.Entry) error {
+	if group != kg {
+		return fmt.Errorf("%w: entry of key %x, which belongs to key group %d, read from key group %d", runtime.ErrCorrupt, e.Key, group, kg)
+	}
+	return nil
+}
+
+// CheckEntryShape is the rest of CheckEntry: a namespace only in a
+// sub-keyed state, a user key only in a Map or SortedMap.
+func CheckEntryShape(spec runtime.StateSpec, e runtime.Entry) error {
+	switch {
+	case !spec.SubKeyed && len(e.Namespace) != 0:
+		return fmt.Errorf("%w: entry of key %x has namespace %x in a keyed state", runtime.ErrCorrupt, e.Key, e.Namespace)
+	case !spec.Kind.HasUserKey() && len(e.UserKey) != 0:
+		return fmt.Errorf("%w: entry of key %x has a user key in a %v state", runtime.ErrCorrupt, e.Key, spec.Kind)
+	}
+	return nil
+}
+
+// CheckRegister runs the checks every Store.Register(spec) makes, in this
+// order: the store is not closed (runtime.ErrClosed), spec is valid
+// (runtime.ErrInvalidState), a state registered under its name has the
+// same spec (runtime.ErrStateMismatch) — then Register returns that state
+// (existing is true) — and a new state is not registered from inside an
+// iteration callback (runtime.ErrWriteDuringIteration).
+func CheckRegister(t Target, closed, iterating bool, spec runtime.StateSpec) (existing bool, err error) {
+	if closed {
+		return false, fmt.Errorf("%w: %s: cannot register state %q", runtime.ErrClosed, t.Name, spec.Name)
+	}
+	if err := spec.Validate(); err != nil {
+		return false, err
+	}
+	if reg, ok := t.Registered(spec.Name); ok {
+		if err := runtime.CheckSame(reg, spec); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if iterating {
+		return false, fmt.Errorf("%w: %s: register state %q", runtime.ErrWriteDuringIteration, t.Name, spec.Name)
+	}
+	return false, nil
+}
