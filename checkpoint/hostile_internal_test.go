@@ -82,7 +82,7 @@ func modelCheckpoint(t *testing.T, s Storage, ckpt string, seed byte) []byte {
 		}
 		for k := range 40 {
 			key := runtime.MakeKey([]byte{byte(k)}, nil, 8)
-			if kgs.Contains(key.Group) {
+			if kgs.Contains(key.Group()) {
 				if err := st.(runtime.ValueState).Put(key, []byte{seed, byte(k)}); err != nil {
 					t.Fatal(err)
 				}

@@ -69,10 +69,10 @@ func sweepCheckpoint(t testing.TB) *checkpoint.Mem {
 					}
 				}
 				rk := runtime.MakeKey(key, ns, sweepMaxP)
-				if !kgs.Contains(rk.Group) || perGroup[rk.Group*100+len(spec.Name)] >= 2 {
+				if !kgs.Contains(rk.Group()) || perGroup[rk.Group()*100+len(spec.Name)] >= 2 {
 					continue
 				}
-				perGroup[rk.Group*100+len(spec.Name)]++
+				perGroup[rk.Group()*100+len(spec.Name)]++
 				val := func() []byte {
 					if rng.IntN(4) == 0 {
 						return []byte{}

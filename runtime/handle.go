@@ -66,8 +66,7 @@ func (h *handle[K, N]) key(k K, n N) Key {
 	}
 	h.buf = buf
 	kb := buf[:kl:kl]
-	hash := HashKey(kb)
-	return Key{Group: KeyGroupOfHash(hash, h.maxP), Hash: hash, Key: kb, Namespace: buf[kl:len(buf):len(buf)]}
+	return makeKey(HashKey(kb), kb, buf[kl:len(buf):len(buf)], h.maxP)
 }
 
 // userKey appends the encoding of uk to h.buf after the bytes of key and

@@ -145,7 +145,7 @@ func TestOperatorIndexForKeyMatchesRanges(t *testing.T) {
 		if !r.Contains(kg) {
 			t.Fatalf("key %q: key group %d routed to operator %d whose range is %v", key, kg, op, r)
 		}
-		if k := MakeKey(key, nil, maxP); k.Group != kg || k.Hash != HashKey(key) {
+		if k := MakeKey(key, nil, maxP); k.Group() != kg || k.Hash() != HashKey(key) {
 			t.Fatalf("MakeKey(%q) = %+v, want group %d", key, k, kg)
 		}
 	}

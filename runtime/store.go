@@ -195,26 +195,66 @@ func (c StoreConfig) Normalize() (StoreConfig, error) {
 // once per operation: the key is encoded and hashed once, and backends reuse
 // the hash for their own lookups.
 //
+// A Key is opaque: only MakeKey (and the handles) build one, from the key's
+// bytes, so its key group and hash always match them — a backend trusts
+// them, and cannot be handed a Key that lies. The zero Key addresses
+// nothing: every store refuses it with ErrInvalidKey.
+//
 // Backends never retain the slices of a Key (or any other argument) after a
 // call returns: callers may reuse their buffers.
+//
+// The accessors have pointer receivers: a Key is eight words, too large
+// for the compiler to keep in registers, and an inlined call of a method
+// with a value receiver would copy all of it to read one word.
 type Key struct {
-	// Group is the key group of Key: KeyGroupOfHash(Hash, maxParallelism).
-	Group int
-	// Hash is HashKey(Key).
-	Hash uint64
-	// Key is the key's order-preserving encoding.
-	Key []byte
-	// Namespace is the namespace's order-preserving encoding; empty for
-	// keyed states. Namespace does not take part in Group or Hash: all
-	// namespaces of a key live in the key's key group.
-	Namespace []byte
+	hash uint64
+	// gp holds the key group, KeyGroupOfHash(hash, maxP), in its low 32
+	// bits and maxP, the maxParallelism the Key was built for (0 in the
+	// zero Key), in its high 32: one word, so that a Key and a receiver
+	// fit in the integer argument registers of a call.
+	gp  uint64
+	key []byte
+	ns  []byte
 }
 
 // MakeKey returns the Key of an encoded key and namespace in a job with
-// maxParallelism key groups (which must be valid).
+// maxParallelism key groups (which must be valid). The Key holds key and
+// namespace, not copies: they must not change while it is in use.
 func MakeKey(key, namespace []byte, maxParallelism int) Key {
-	h := HashKey(key)
-	return Key{Group: KeyGroupOfHash(h, maxParallelism), Hash: h, Key: key, Namespace: namespace}
+	return makeKey(HashKey(key), key, namespace, maxParallelism)
+}
+
+// makeKey is MakeKey with the key's hash computed already.
+func makeKey(hash uint64, key, namespace []byte, maxParallelism int) Key {
+	return Key{hash: hash, gp: uint64(KeyGroupOfHash(hash, maxParallelism)) | uint64(maxParallelism)<<32, key: key, ns: namespace}
+}
+
+// Group returns the key group of the key: KeyGroupOfHash(Hash(),
+// MaxParallelism()).
+func (k *Key) Group() int { return int(uint32(k.gp)) }
+
+// Hash returns HashKey(Bytes()).
+func (k *Key) Hash() uint64 { return k.hash }
+
+// MaxParallelism returns the number of key groups the Key was built for
+// (zero for the zero Key). A store refuses a Key built for another
+// maxParallelism than its own with ErrInvalidKey: its key group would be
+// wrong.
+func (k *Key) MaxParallelism() int { return int(k.gp >> 32) }
+
+// Bytes returns the key's order-preserving encoding.
+func (k *Key) Bytes() []byte { return k.key }
+
+// Namespace returns the namespace's order-preserving encoding; empty for
+// keyed states. The namespace does not take part in Group or Hash: all
+// namespaces of a key live in the key's key group.
+func (k *Key) Namespace() []byte { return k.ns }
+
+// WithNamespace returns the Key of the same key in namespace ns (which,
+// like the namespace of MakeKey, is not copied).
+func (k Key) WithNamespace(ns []byte) Key {
+	k.ns = ns
+	return k
 }
 
 // Store is the byte-level contract every backend implements (DESIGN.md §3).
@@ -229,9 +269,10 @@ func MakeKey(key, namespace []byte, maxParallelism int) Key {
 //
 // Keys are built by the caller (the typed handles, or MakeKey): an
 // operation on a Key whose Group the store does not own returns
-// ErrKeyGroupNotOwned, and a non-empty namespace on a keyed state returns
-// ErrInvalidKey. A backend may trust that Group and Hash match the key's
-// bytes, or verify it (the reference model does) and return ErrInvalidKey.
+// ErrKeyGroupNotOwned; a Key built for another maxParallelism (or the zero
+// Key), and a non-empty namespace on a keyed state, return ErrInvalidKey
+// (storekit.CheckKey makes these checks for every backend). A Key's group
+// and hash match its bytes by construction.
 // Errors name the state and, where one is involved, the key group.
 type Store interface {
 	// Config returns the store's maxParallelism and key-group range.

@@ -65,8 +65,7 @@ func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
 		buf = h.nc.AppendKey(buf, n)
 	}
 	h.buf = buf
-	hash := HashKey(buf[:kl])
-	b, ok, err := h.st.Get(Key{Group: KeyGroupOfHash(hash, h.maxP), Hash: hash, Key: buf[:kl:kl], Namespace: buf[kl:len(buf):len(buf)]})
+	b, ok, err := h.st.Get(makeKey(HashKey(buf[:kl]), buf[:kl:kl], buf[kl:len(buf):len(buf)], h.maxP))
 	if err != nil {
 		return false, h.errorf("get", err)
 	}

@@ -307,21 +307,13 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("Keys", func(t *testing.T) {
-		s := newStore(t, btree.Options{StoreConfig: cfg, VerifyKeys: true})
+		s := newStore(t, btree.Options{StoreConfig: cfg})
 		st := register(t, s, runtime.StateSpec{Name: "v", Kind: runtime.KindValue}).(runtime.ValueState)
 		good := keyIn(maxP, owned, false)
-		for _, k := range []runtime.Key{
-			{Group: -1, Key: []byte("k")},
-			{Group: 1 << 40, Key: []byte("k")},
-			{Group: maxP, Key: []byte("k")},
-		} {
-			wantErr(t, st.Put(k, nil), runtime.ErrKeyGroupNotOwned, fmt.Sprintf("Put with group %d", k.Group))
-		}
-		bad := good
-		bad.Hash++
-		wantErr(t, st.Put(bad, nil), runtime.ErrInvalidKey, "Put of a Key whose Hash does not match its bytes (VerifyKeys)")
-		withNS := good
-		withNS.Namespace = []byte("ns")
+		wantErr(t, st.Put(keyIn(maxP, owned, true), nil), runtime.ErrKeyGroupNotOwned, "Put of a key in a key group not owned")
+		wantErr(t, st.Put(runtime.Key{}, nil), runtime.ErrInvalidKey, "Put of the zero Key")
+		wantErr(t, st.Put(runtime.MakeKey(good.Bytes(), nil, maxP*2), nil), runtime.ErrInvalidKey, "Put of a Key built for another maxParallelism")
+		withNS := good.WithNamespace([]byte("ns"))
 		wantErr(t, st.Put(withNS, nil), runtime.ErrInvalidKey, "Put of a namespace on a keyed state")
 		_, _, err := st.Get(withNS)
 		wantErr(t, err, runtime.ErrInvalidKey, "Get of a namespace on a keyed state")
@@ -350,7 +342,7 @@ func TestBadInput(t *testing.T) {
 		snap, err := s.Snapshot()
 		must(t, err)
 		defer snap.Release()
-		if err := snap.Scan("m", k.Group, nil); err == nil {
+		if err := snap.Scan("m", k.Group(), nil); err == nil {
 			t.Error("Scan with a nil callback: no error")
 		}
 		for _, kg := range []int{-1, 0, owned.End, 1 << 20} {
@@ -358,7 +350,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("Scan of key group %d outside %v: no error", kg, owned)
 			}
 		}
-		if err := snap.Scan("nope", k.Group, func(runtime.Entry) error { return nil }); err == nil {
+		if err := snap.Scan("nope", k.Group(), func(runtime.Entry) error { return nil }); err == nil {
 			t.Error("Scan of an unknown state: no error")
 		}
 	})
@@ -370,7 +362,7 @@ func TestBadInput(t *testing.T) {
 		l := register(t, s, runtime.StateSpec{Name: "l", Kind: runtime.KindList, SubKeyed: true}).(runtime.ListState)
 		m := register(t, s, runtime.StateSpec{Name: "m", Kind: runtime.KindSortedMap, SubKeyed: true}).(runtime.SortedMapState)
 		kn := k
-		kn.Namespace = []byte("ns")
+		kn = kn.WithNamespace([]byte("ns"))
 		must(t, v.Put(k, []byte("before")))
 		must(t, l.Add(kn, []byte("e")))
 		must(t, m.Put(kn, []byte("u"), []byte("v")))
@@ -467,8 +459,8 @@ func TestBadInput(t *testing.T) {
 		wantErr(t, dst.Restore(snap), runtime.ErrRestoreConflict, "second Restore of the same snapshot")
 
 		other := newStore(t, btree.Options{StoreConfig: runtime.StoreConfig{MaxParallelism: maxP}})
-		k2 := keyIn(maxP, runtime.KeyGroupRange{Start: k.Group, End: k.Group + 1}, false)
-		k2.Namespace = []byte("x")
+		k2 := keyIn(maxP, runtime.KeyGroupRange{Start: k.Group(), End: k.Group() + 1}, false)
+		k2 = k2.WithNamespace([]byte("x"))
 		must(t, register(t, other, spec).(runtime.MapState).Put(k2, []byte("u"), []byte("v")))
 		wantErr(t, other.Restore(snap), runtime.ErrRestoreConflict, "Restore into a key group holding another key of the state")
 
@@ -567,7 +559,7 @@ func (v fakeView) Scan(_ string, kg int, fn func(runtime.Entry) error) error {
 func keyIn(maxP int, r runtime.KeyGroupRange, outside bool) runtime.Key {
 	for i := 0; ; i++ {
 		k := runtime.MakeKey(fmt.Appendf(nil, "key-%d", i), nil, maxP)
-		if r.Contains(k.Group) != outside {
+		if r.Contains(k.Group()) != outside {
 			return k
 		}
 	}

@@ -152,8 +152,8 @@
 // snapshot at once). Iteration callbacks may read the store, and a write
 // from inside one fails with ErrWriteDuringIteration. The other errors a
 // caller can test for are package runtime's: ErrClosed,
-// ErrKeyGroupNotOwned, ErrInvalidKey (a namespace on a keyed state, a Key
-// that does not match its bytes with Options.VerifyKeys, keys longer than
+// ErrKeyGroupNotOwned, ErrInvalidKey (a namespace on a keyed state, the
+// zero Key or one built for another maxParallelism, keys longer than
 // MaxKeyBytes), ErrInvalidState and ErrStateMismatch from Register and
 // Restore, ErrMaxParallelismMismatch and ErrRestoreConflict from Restore,
 // ErrCorrupt for a restored entry that breaks the View contract, and

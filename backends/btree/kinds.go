@@ -158,8 +158,8 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	if len(k.Key)+len(k.Namespace)+len(userKey) > MaxKeyBytes {
-		return nil, false, tooLarge(m.state, len(k.Key)+len(k.Namespace)+len(userKey))
+	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
+		return nil, false, tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
 	}
 	it, ok := t.Get(probe(m.mapKey(k, userKey)))
 	if !ok {
@@ -174,8 +174,8 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(k.Key)+len(k.Namespace)+len(userKey) > MaxKeyBytes {
-		return tooLarge(m.state, len(k.Key)+len(k.Namespace)+len(userKey))
+	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
+		return tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
 	}
 	m.s.put(t, m.mapKey(k, userKey), value)
 	return nil
@@ -187,8 +187,8 @@ func (m mapState) Delete(k runtime.Key, userKey []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(k.Key)+len(k.Namespace)+len(userKey) > MaxKeyBytes {
-		return tooLarge(m.state, len(k.Key)+len(k.Namespace)+len(userKey))
+	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
+		return tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
 	}
 	t.Delete(probe(m.mapKey(k, userKey)))
 	return nil
@@ -213,13 +213,13 @@ func (m mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(user
 	if hi != nil && bytes.Compare(lo, hi) >= 0 { // also an empty, non-nil hi
 		return nil
 	}
-	if n := len(k.Key) + len(k.Namespace) + max(len(lo), len(hi)); n > MaxKeyBytes {
+	if n := len(k.Bytes()) + len(k.Namespace()) + max(len(lo), len(hi)); n > MaxKeyBytes {
 		return tooLarge(m.state, n)
 	}
 	s := m.s
 	// The bounds go in a buffer of their own: fn may make point reads,
 	// which reuse the scratch buffer.
-	buf := appendEntryKey(s.takeBuf(), k.Group, k.Key, k.Namespace)
+	buf := appendEntryKey(s.takeBuf(), k.Group(), k.Bytes(), k.Namespace())
 	pl := len(buf)
 	buf = append(buf, lo...)
 	ll := len(buf)

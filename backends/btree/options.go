@@ -21,13 +21,6 @@ type Options struct {
 	// bytes per node.
 	Degree int
 
-	// VerifyKeys makes every operation check that its Key's Group and Hash
-	// match the key's bytes (runtime.HashKey), and fail with
-	// runtime.ErrInvalidKey if not. It costs one hash of the key per
-	// operation. Default false: the store trusts the Keys that the typed
-	// handles and runtime.MakeKey build, as the Store contract allows.
-	VerifyKeys bool
-
 	// OnLeakedSnapshot, if set, is called when a snapshot becomes
 	// unreachable without having been released. The store then counts it
 	// as released (see Store.LiveSnapshots), but a leak is a bug in the

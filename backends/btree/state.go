@@ -31,32 +31,18 @@ func (st *state) index(kg int) int {
 	return 0
 }
 
-// check starts an operation on k: it fails if the store is closed, if k's
-// key group is not owned or k does not describe its bytes (with
-// Options.VerifyKeys), or if a keyed state is addressed with a namespace
-// (when usesNS).
+// check starts an operation on k: it fails if the store is closed, or if
+// storekit.CheckKey refuses k.
 func (st *state) check(k runtime.Key, usesNS bool) error {
 	s := st.s
 	if s.closed {
 		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
-	if !s.cfg.KeyGroups.Contains(k.Group) {
-		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
-			runtime.ErrKeyGroupNotOwned, st.spec.Name, k.Group, s.cfg.KeyGroups)
+	if err := storekit.CheckKey(&s.cfg, &st.spec, k, usesNS); err != nil {
+		return err
 	}
-	if s.opts.VerifyKeys {
-		h := runtime.HashKey(k.Key)
-		if g := runtime.KeyGroupOfHash(h, s.cfg.MaxParallelism); h != k.Hash || g != k.Group {
-			return fmt.Errorf("%w: state %q: Key has group %d and hash %#x, but its key %x has group %d and hash %#x (build keys with runtime.MakeKey)",
-				runtime.ErrInvalidKey, st.spec.Name, k.Group, k.Hash, k.Key, g, h)
-		}
-	}
-	if usesNS && !st.spec.SubKeyed && len(k.Namespace) != 0 {
-		return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
-			runtime.ErrInvalidKey, st.spec.Name, k.Namespace)
-	}
-	if len(k.Key)+len(k.Namespace) > MaxKeyBytes {
-		return tooLarge(st, len(k.Key)+len(k.Namespace))
+	if len(k.Bytes())+len(k.Namespace()) > MaxKeyBytes {
+		return tooLarge(st, len(k.Bytes())+len(k.Namespace()))
 	}
 	return nil
 }
@@ -77,7 +63,7 @@ func (st *state) rtree(k runtime.Key, usesNS bool) (*tree, error) {
 	if err := st.check(k, usesNS); err != nil {
 		return nil, err
 	}
-	return st.trees[st.index(k.Group)], nil
+	return st.trees[st.index(k.Group())], nil
 }
 
 // wtree checks a write of k and returns k's tree, making it if needed.
@@ -86,9 +72,9 @@ func (st *state) wtree(k runtime.Key, usesNS bool) (*tree, error) {
 		return nil, err
 	}
 	if st.s.iterating > 0 {
-		return nil, fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group)
+		return nil, fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group())
 	}
-	return st.groupTree(k.Group), nil
+	return st.groupTree(k.Group()), nil
 }
 
 // groupTree returns the tree of key group kg, making it if needed.
@@ -106,7 +92,7 @@ func (st *state) groupTree(kg int) *tree {
 // scratch buffer, valid until the next point operation.
 func (st *state) entryKey(k runtime.Key) []byte {
 	s := st.s
-	s.scratch = appendEntryKey(s.scratch[:0], k.Group, k.Key, k.Namespace)
+	s.scratch = appendEntryKey(s.scratch[:0], k.Group(), k.Bytes(), k.Namespace())
 	return s.scratch
 }
 
@@ -114,7 +100,7 @@ func (st *state) entryKey(k runtime.Key) []byte {
 // entryKey.
 func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	s := st.s
-	s.scratch = append(appendEntryKey(s.scratch[:0], k.Group, k.Key, k.Namespace), uk...)
+	s.scratch = append(appendEntryKey(s.scratch[:0], k.Group(), k.Bytes(), k.Namespace()), uk...)
 	return s.scratch
 }
 
@@ -164,7 +150,7 @@ func (st *state) DeleteAll(k runtime.Key) error {
 		return err
 	}
 	s := st.s
-	s.scratch = appendKeyPrefix(s.scratch[:0], k.Group, k.Key)
+	s.scratch = appendKeyPrefix(s.scratch[:0], k.Group(), k.Bytes())
 	s.buf = deletePrefix(t, s.scratch, s.takeBuf())
 	return nil
 }
@@ -180,7 +166,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 		return fmt.Errorf("btree: state %q: Namespaces with a nil callback", st.spec.Name)
 	}
 	s := st.s
-	buf := appendKeyPrefix(s.takeBuf(), k.Group, k.Key)
+	buf := appendKeyPrefix(s.takeBuf(), k.Group(), k.Bytes())
 	pl := len(buf)
 	buf, _ = appendPrefixEnd(buf, buf[:pl])
 	el := len(buf)

@@ -299,9 +299,9 @@ func TestFirstMapPutAfterSnapshotCopiesLittle(t *testing.T) {
 		var tb *table
 		switch x := st.(type) {
 		case mapState:
-			tb = x.tabs[k.Group]
+			tb = x.tabs[k.Group()]
 		case sortedMapState:
-			tb = x.tabs[k.Group]
+			tb = x.tabs[k.Group()]
 		}
 		snap, err := s.Snapshot()
 		if err != nil {
@@ -320,7 +320,7 @@ func TestFirstMapPutAfterSnapshotCopiesLittle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rec := range got.States["m"].Groups[k.Group] {
+		for _, rec := range got.States["m"].Groups[k.Group()] {
 			if rec.UserKey == "05000" && rec.Value[0] != 0 {
 				t.Fatalf("%v: the snapshot sees the write made after it", kind)
 			}
@@ -364,7 +364,7 @@ func TestGetPathsAgree(t *testing.T) {
 		for round := range 4 {
 			for i, k := range keys {
 				if st[0].Spec().SubKeyed {
-					k.Namespace = []byte(fmt.Sprint(i % 3))
+					k = k.WithNamespace([]byte(fmt.Sprint(i % 3)))
 				}
 				if (i+round)%3 == 0 {
 					v := make([]byte, lengths[(i+round)%len(lengths)])
@@ -374,7 +374,7 @@ func TestGetPathsAgree(t *testing.T) {
 				want, wantOK, err2 := b.Get(k)
 				p.check("Get", err1, err2)
 				if gotOK != wantOK || string(got) != string(want) {
-					t.Fatalf("%v: Get(%x) = %x, %v; the model has %x, %v", st[0].Spec(), k.Key, got, gotOK, want, wantOK)
+					t.Fatalf("%v: Get(%x) = %x, %v; the model has %x, %v", st[0].Spec(), k.Bytes(), got, gotOK, want, wantOK)
 				}
 			}
 		}

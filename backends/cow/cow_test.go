@@ -170,7 +170,7 @@ func TestBadInputGetsErrors(t *testing.T) {
 	var foreign srt.Key
 	for i := 0; ; i++ {
 		foreign = srt.MakeKey([]byte{byte(i)}, nil, 8)
-		if foreign.Group >= 4 {
+		if foreign.Group() >= 4 {
 			break
 		}
 	}
@@ -178,12 +178,12 @@ func TestBadInputGetsErrors(t *testing.T) {
 		t.Errorf("Put to a key group not owned: %v", err)
 	}
 	k := srt.MakeKey([]byte("k"), nil, 8)
-	for k.Group >= 4 {
-		k = srt.MakeKey(append(k.Key, 'k'), nil, 8)
+	for k.Group() >= 4 {
+		k = srt.MakeKey(append(k.Bytes(), 'k'), nil, 8)
 	}
 	// A namespace on a keyed state.
 	withNS := k
-	withNS.Namespace = []byte("ns")
+	withNS = withNS.WithNamespace([]byte("ns"))
 	if err := v.Put(withNS, []byte("x")); err == nil {
 		t.Error("Put with a namespace into a keyed state succeeded")
 	}
@@ -206,7 +206,7 @@ func TestBadInputGetsErrors(t *testing.T) {
 	if err := snap.Release(); !errors.Is(err, srt.ErrReleased) {
 		t.Errorf("second Release: %v", err)
 	}
-	if err := snap.Scan("v", k.Group, func(srt.Entry) error { return nil }); !errors.Is(err, srt.ErrReleased) {
+	if err := snap.Scan("v", k.Group(), func(srt.Entry) error { return nil }); !errors.Is(err, srt.ErrReleased) {
 		t.Errorf("Scan after Release: %v", err)
 	}
 	// After Close.
@@ -228,7 +228,7 @@ func TestBadInputGetsErrors(t *testing.T) {
 	}
 	// A snapshot taken before Close stays readable until released.
 	c := dump(t, live)
-	if len(c.States["v"].Groups[k.Group]) != 1 {
+	if len(c.States["v"].Groups[k.Group()]) != 1 {
 		t.Errorf("snapshot taken before Close lost its entry: %+v", c.States["v"])
 	}
 	ok(t, live.Release())

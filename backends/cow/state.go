@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // state is one registered state: a table per owned key group, made on the
@@ -20,9 +21,9 @@ type state struct {
 // hash, mixed with a cheap hash of the namespace for sub-keyed states.
 func (st *state) hash(k runtime.Key) uint64 {
 	if !st.spec.SubKeyed {
-		return k.Hash
+		return k.Hash()
 	}
-	return k.Hash ^ nsHash(k.Namespace)
+	return k.Hash() ^ nsHash(k.Namespace())
 }
 
 // rtable checks a read of k and returns k's table, nil if it has none.
@@ -31,16 +32,10 @@ func (st *state) rtable(k runtime.Key, usesNS bool) (*table, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
-	i := k.Group - s.cfg.KeyGroups.Start
-	if k.Group < s.cfg.KeyGroups.Start || i >= len(st.tabs) {
-		return nil, fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
-			runtime.ErrKeyGroupNotOwned, st.spec.Name, k.Group, s.cfg.KeyGroups)
+	if err := storekit.CheckKey(&s.cfg, &st.spec, k, usesNS); err != nil {
+		return nil, err
 	}
-	if usesNS && !st.spec.SubKeyed && len(k.Namespace) != 0 {
-		return nil, fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
-			runtime.ErrInvalidKey, st.spec.Name, k.Namespace)
-	}
-	return st.tabs[i], nil
+	return st.tabs[k.Group()-s.cfg.KeyGroups.Start], nil
 }
 
 // wtable checks a write of k and returns k's table, making it if needed,
@@ -56,10 +51,10 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 	}
 	if t == nil {
 		t = newTable(st.spec.Kind, &s.opts, s.seq)
-		st.tabs[k.Group-s.cfg.KeyGroups.Start] = t
+		st.tabs[k.Group()-s.cfg.KeyGroups.Start] = t
 	}
 	if len(t.slabs) > maxSlabs-slabHeadroom {
-		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group)
+		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group())
 	}
 	if t.cow = s.live.Load() != 0; !t.cow && len(t.prot) != 0 {
 		t.dropFreed()
@@ -84,7 +79,7 @@ func (st *state) created(t *table, k runtime.Key) error {
 		return nil
 	}
 	t.step(&t.nsIdx)
-	_, err := t.treePut(&t.nsIdx, k.Hash, k.Key, nil, k.Namespace, nil)
+	_, err := t.treePut(&t.nsIdx, k.Hash(), k.Bytes(), nil, k.Namespace(), nil)
 	return err
 }
 
@@ -92,7 +87,7 @@ func (st *state) created(t *table, k runtime.Key) error {
 func (st *state) removed(t *table, k runtime.Key) {
 	if st.spec.SubKeyed {
 		t.step(&t.nsIdx)
-		t.treeDelete(&t.nsIdx, k.Hash, k.Key, nil, k.Namespace)
+		t.treeDelete(&t.nsIdx, k.Hash(), k.Bytes(), nil, k.Namespace())
 	}
 }
 
@@ -106,7 +101,7 @@ func (st *state) Clear(k runtime.Key) error {
 		return err
 	}
 	h := st.hash(k)
-	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
+	if rec, l := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
 		_, _, val, _, _ := decodeEntry(recEntry(t.slabs, rec))
 		t.removeEntry(&t.main, l, t.owned(val))
 		st.removed(t, k)
@@ -124,12 +119,12 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	st.s.iterating++
 	defer func() { st.s.iterating-- }()
 	if !st.spec.SubKeyed {
-		if rec, _ := find(t.slabs, &t.main, k.Hash, k.Key, nil); rec != nil {
+		if rec, _ := find(t.slabs, &t.main, k.Hash(), k.Bytes(), nil); rec != nil {
 			fn([]byte{})
 		}
 		return nil
 	}
-	rec, _ := find(t.slabs, &t.nsIdx, k.Hash, k.Key, nil)
+	rec, _ := find(t.slabs, &t.nsIdx, k.Hash(), k.Bytes(), nil)
 	if rec == nil {
 		return nil
 	}
@@ -144,15 +139,14 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 // DeleteAll implements runtime.State.
 func (st *state) DeleteAll(k runtime.Key) error {
 	if !st.spec.SubKeyed {
-		k.Namespace = nil
-		return st.Clear(k)
+		return st.Clear(k.WithNamespace(nil))
 	}
 	t, err := st.wtable(k, false)
 	if err != nil {
 		return err
 	}
 	t.step(&t.nsIdx)
-	rec, l := find(t.slabs, &t.nsIdx, k.Hash, k.Key, nil)
+	rec, l := find(t.slabs, &t.nsIdx, k.Hash(), k.Bytes(), nil)
 	if rec == nil {
 		return st.done(t, nil)
 	}
@@ -160,8 +154,8 @@ func (st *state) DeleteAll(k runtime.Key) error {
 	root, _ := decodeBtree(rv)
 	slabs := t.slabs // removals below only append to the arena
 	err = btRange(slabs, &root, nil, nil, false, func(ns, _ []byte) bool {
-		h := k.Hash ^ nsHash(ns)
-		if mrec, ml := find(t.slabs, &t.main, h, k.Key, ns); mrec != nil {
+		h := k.Hash() ^ nsHash(ns)
+		if mrec, ml := find(t.slabs, &t.main, h, k.Bytes(), ns); mrec != nil {
 			_, _, val, _, _ := decodeEntry(recEntry(t.slabs, mrec))
 			t.removeEntry(&t.main, ml, t.owned(val))
 		}
@@ -177,22 +171,23 @@ type valueState struct{ *state }
 // Get implements runtime.ValueState. The value aliases the store's memory:
 // it is read-only and valid until the next call on the store.
 //
-// The common case — a keyed state, an owned key group, an inline entry —
-// is looked up here without a call: a Get is one cache miss, and a short
+// The common case — a keyed state, an owned key group (of a Key made for
+// the store's maxParallelism), an inline entry — is looked up here without
+// a call: a Get is one cache miss, and a short
 // path lets the processor overlap the misses of consecutive Gets.
 func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
 	st := v.state
-	if i := k.Group - st.start; uint(i) < uint(len(st.tabs)) && !st.spec.SubKeyed && len(k.Namespace) == 0 && !st.s.closed {
+	if i := k.Group() - st.start; uint(i) < uint(len(st.tabs)) && k.MaxParallelism() == st.s.cfg.MaxParallelism && !st.spec.SubKeyed && len(k.Namespace()) == 0 && !st.s.closed {
 		t := st.tabs[i]
 		if t == nil {
 			return nil, false, nil
 		}
 		r := &t.main
-		kl := len(k.Key)
+		kl := len(k.Bytes())
 		if r.odir == nil && r.logcap != 0 && kl < 0x80 {
 			mask := 1<<r.logcap - 1
-			pos := int(k.Hash >> (64 - r.logcap))
-			want := uint32(k.Hash>>40)<<8 | recInline
+			pos := int(k.Hash() >> (64 - r.logcap))
+			want := uint32(k.Hash()>>40)<<8 | recInline
 			w := int(r.w)
 			for {
 				b := r.dir[pos>>pageShift].b
@@ -202,7 +197,7 @@ func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
 				if c == want && rec[4] == byte(kl) && rec[5] == 0 && rec[6] < 0x80 {
 					vs := 7 + kl
 					ve := vs + int(rec[6])
-					if ve <= w && bytesEqual(rec[7:vs], k.Key) {
+					if ve <= w && bytesEqual(rec[7:vs], k.Bytes()) {
 						return rec[vs:ve:ve], true, nil
 					}
 				} else if c == recEmpty {
@@ -224,13 +219,13 @@ func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	h := v.hash(k)
-	switch rec, _, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res {
+	switch rec, _, vs, ve, res := lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res {
 	case lookupFound:
 		return rec[vs:ve:ve], true, nil
 	case lookupAbsent:
 		return nil, false, nil
 	}
-	rec, _ := find(t.slabs, &t.main, h, k.Key, k.Namespace)
+	rec, _ := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace())
 	if rec == nil {
 		return nil, false, nil
 	}
@@ -246,10 +241,10 @@ func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 // it allocates nothing and moves nothing).
 func (v valueState) Put(k runtime.Key, value []byte) error {
 	st := v.state
-	if s := st.s; !s.closed && s.iterating == 0 && !st.spec.SubKeyed && len(k.Namespace) == 0 && s.live.Load() == 0 {
-		if i := k.Group - st.start; uint(i) < uint(len(st.tabs)) {
+	if s := st.s; !s.closed && s.iterating == 0 && !st.spec.SubKeyed && len(k.Namespace()) == 0 && k.MaxParallelism() == s.cfg.MaxParallelism && s.live.Load() == 0 {
+		if i := k.Group() - st.start; uint(i) < uint(len(st.tabs)) {
 			if t := st.tabs[i]; t != nil {
-				if rec, _, vs, ve, res := lookupInline(&t.main, k.Hash, k.Key, nil); res == lookupFound && ve-vs == len(value) {
+				if rec, _, vs, ve, res := lookupInline(&t.main, k.Hash(), k.Bytes(), nil); res == lookupFound && ve-vs == len(value) {
 					copy(rec[vs:ve], value)
 					return nil
 				}
@@ -269,18 +264,18 @@ func (v valueState) put(k runtime.Key, value []byte) error {
 	// The common case first: an inline value of the same length is
 	// overwritten where it is (once mutRecord has made its page safe to
 	// write, if a live snapshot sees it).
-	if rec, pos, vs, ve, res := lookupInline(&t.main, h, k.Key, k.Namespace); res == lookupFound && ve-vs == len(value) {
+	if rec, pos, vs, ve, res := lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res == lookupFound && ve-vs == len(value) {
 		if t.cow {
 			rec = t.mutRecord(&t.main, false, pos)
 		}
 		copy(rec[vs:ve], value)
 		return v.done(t, nil)
 	}
-	if rec, l := find(t.slabs, &t.main, h, k.Key, k.Namespace); rec != nil {
+	if rec, l := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
 		t.setValue(&t.main, l, value)
 		return v.done(t, nil)
 	}
-	if err := t.insertEntry(&t.main, h, k.Key, k.Namespace, value); err != nil {
+	if err := t.insertEntry(&t.main, h, k.Bytes(), k.Namespace(), value); err != nil {
 		return v.done(t, err)
 	}
 	return v.done(t, v.created(t, k))
@@ -295,7 +290,7 @@ func (ls listState) Get(k runtime.Key, fn func(elem []byte) bool) error {
 	if err != nil || t == nil {
 		return err
 	}
-	rec, _ := find(t.slabs, &t.main, ls.hash(k), k.Key, k.Namespace)
+	rec, _ := find(t.slabs, &t.main, ls.hash(k), k.Bytes(), k.Namespace())
 	if rec == nil {
 		return nil
 	}
@@ -320,7 +315,7 @@ func (ls listState) AddAll(k runtime.Key, elems [][]byte) error {
 	if len(elems) == 0 {
 		return ls.done(t, nil)
 	}
-	created, err := t.listAppend(ls.hash(k), k.Key, k.Namespace, elems)
+	created, err := t.listAppend(ls.hash(k), k.Bytes(), k.Namespace(), elems)
 	if err == nil && created {
 		err = ls.created(t, k)
 	}
@@ -336,7 +331,7 @@ func (ls listState) Update(k runtime.Key, elems [][]byte) error {
 	if err != nil {
 		return err
 	}
-	created, err := t.listReplace(ls.hash(k), k.Key, k.Namespace, elems)
+	created, err := t.listReplace(ls.hash(k), k.Bytes(), k.Namespace(), elems)
 	if err == nil && created {
 		err = ls.created(t, k)
 	}
@@ -352,7 +347,7 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	v, ok := treeGet(t.slabs, &t.main, m.hash(k), k.Key, k.Namespace, userKey)
+	v, ok := treeGet(t.slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
 	return v, ok, nil
 }
 
@@ -362,7 +357,7 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 	if err != nil {
 		return err
 	}
-	created, err := t.treePut(&t.main, m.hash(k), k.Key, k.Namespace, userKey, value)
+	created, err := t.treePut(&t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey, value)
 	if err == nil && created {
 		err = m.created(t, k)
 	}
@@ -375,7 +370,7 @@ func (m mapState) Delete(k runtime.Key, userKey []byte) error {
 	if err != nil {
 		return err
 	}
-	if t.treeDelete(&t.main, m.hash(k), k.Key, k.Namespace, userKey) {
+	if t.treeDelete(&t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey) {
 		m.removed(t, k)
 	}
 	return m.done(t, nil)
@@ -392,7 +387,7 @@ func (m mapState) scan(k runtime.Key, lo, hi []byte, reverse bool, fn func(userK
 	if err != nil || t == nil {
 		return err
 	}
-	rec, _ := find(t.slabs, &t.main, m.hash(k), k.Key, k.Namespace)
+	rec, _ := find(t.slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace())
 	if rec == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // state is one registered state: its spec and the compact id that its keys
@@ -29,15 +30,7 @@ func (st *state) check(k runtime.Key, usesNS bool) error {
 	if s.closed {
 		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
-	if !s.cfg.KeyGroups.Contains(k.Group) {
-		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
-			runtime.ErrKeyGroupNotOwned, st.spec.Name, k.Group, s.cfg.KeyGroups)
-	}
-	if usesNS && !st.spec.SubKeyed && len(k.Namespace) != 0 {
-		return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
-			runtime.ErrInvalidKey, st.spec.Name, k.Namespace)
-	}
-	return nil
+	return storekit.CheckKey(&s.cfg, &st.spec, k, usesNS)
 }
 
 // checkWrite is check for a write, which an iteration callback may not
@@ -47,21 +40,21 @@ func (st *state) checkWrite(k runtime.Key, usesNS bool) error {
 		return err
 	}
 	if st.s.iterating > 0 {
-		return fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group)
+		return fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group())
 	}
 	return nil
 }
 
 // wrap adds the state and key group to an error of Pebble.
 func (st *state) wrap(k runtime.Key, err error) error {
-	return fmt.Errorf("pebble: state %q, key group %d: %w", st.spec.Name, k.Group, err)
+	return fmt.Errorf("pebble: state %q, key group %d: %w", st.spec.Name, k.Group(), err)
 }
 
 // entryKey returns the key of (k.Key, k.Namespace) in the store's key
 // buffer, valid until the next point operation.
 func (st *state) entryKey(k runtime.Key) []byte {
 	s := st.s
-	s.kbuf = appendEntryKey(s.kbuf[:0], k.Group, st.id, k.Key, k.Namespace)
+	s.kbuf = appendEntryKey(s.kbuf[:0], k.Group(), st.id, k.Bytes(), k.Namespace())
 	return s.kbuf
 }
 
@@ -69,7 +62,7 @@ func (st *state) entryKey(k runtime.Key) []byte {
 // entryKey.
 func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	s := st.s
-	s.kbuf = append(appendEntryKey(s.kbuf[:0], k.Group, st.id, k.Key, k.Namespace), uk...)
+	s.kbuf = append(appendEntryKey(s.kbuf[:0], k.Group(), st.id, k.Bytes(), k.Namespace()), uk...)
 	return s.kbuf
 }
 
@@ -153,7 +146,7 @@ func (st *state) DeleteAll(k runtime.Key) error {
 		return err
 	}
 	s := st.s
-	s.kbuf = appendKeyPrefix(s.kbuf[:0], k.Group, st.id, k.Key)
+	s.kbuf = appendKeyPrefix(s.kbuf[:0], k.Group(), st.id, k.Bytes())
 	return st.delPrefix(k, s.kbuf)
 }
 
@@ -188,7 +181,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 		return fmt.Errorf("pebble: state %q: Namespaces with a nil callback", st.spec.Name)
 	}
 	s := st.s
-	buf := appendKeyPrefix(s.takeBuf(), k.Group, st.id, k.Key)
+	buf := appendKeyPrefix(s.takeBuf(), k.Group(), st.id, k.Bytes())
 	pl := len(buf)
 	buf, _ = appendPrefixEnd(buf, buf[:pl])
 	el := len(buf)
@@ -362,7 +355,7 @@ func (m mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(user
 		return nil
 	}
 	s := m.s
-	buf := appendEntryKey(s.takeBuf(), k.Group, m.id, k.Key, k.Namespace)
+	buf := appendEntryKey(s.takeBuf(), k.Group(), m.id, k.Bytes(), k.Namespace())
 	pl := len(buf)
 	buf = append(buf, lo...)
 	ll := len(buf)

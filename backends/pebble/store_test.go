@@ -81,8 +81,7 @@ func TestReuseExisting(t *testing.T) {
 	ns := []byte("ns\x00\x01")
 	for i := range 200 {
 		put(t, vs, i, fmt.Sprint("v", i))
-		k := key(i)
-		k.Namespace = ns
+		k := key(i).WithNamespace(ns)
 		if err := ls.AddAll(k, [][]byte{[]byte("a"), []byte("b")}); err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +225,8 @@ func TestReleaseDuringScan(t *testing.T) {
 	var kg int
 	for i := range 20000 {
 		put(t, vs, i, "x")
-		kg = key(i).Group
+		k := key(i)
+		kg = k.Group()
 	}
 	snap, err := s.Snapshot()
 	if err != nil {
@@ -286,7 +286,7 @@ func TestCloseAfterHeavyUse(t *testing.T) {
 		if err := ls.Add(k, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
-		k.Namespace = []byte{byte(i % 3)}
+		k = k.WithNamespace([]byte{byte(i % 3)})
 		if err := ms.Put(k, []byte{byte(i >> 8), byte(i)}, []byte("m")); err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestCloseAfterHeavyUse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := snap.Scan("m", k.Group, func(srt.Entry) error { return errors.New("stop") }); err == nil {
+			if err := snap.Scan("m", k.Group(), func(srt.Entry) error { return errors.New("stop") }); err == nil {
 				t.Fatal("Scan did not return its callback's error")
 			}
 			if err := snap.Release(); err != nil {

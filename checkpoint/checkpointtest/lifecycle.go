@@ -44,7 +44,7 @@ func Lifecycle(t *testing.T, open func() runtime.Store) {
 				ns = []byte{byte(k % 3)}
 			}
 			key := runtime.MakeKey(binary.BigEndian.AppendUint32(nil, uint32(k)), ns, cfg.MaxParallelism)
-			if !cfg.KeyGroups.Contains(key.Group) {
+			if !cfg.KeyGroups.Contains(key.Group()) {
 				continue
 			}
 			v := []byte(fmt.Sprint(k))

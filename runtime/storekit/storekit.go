@@ -158,3 +158,35 @@ func CheckRegister(t Target, closed, iterating bool, spec runtime.StateSpec) (ex
 	}
 	return false, nil
 }
+
+// CheckKey runs the checks every Store makes of a Key before an operation
+// on state spec, in a store configured by cfg: k was built for cfg's
+// maxParallelism (the zero Key was built for none) and otherwise
+// runtime.ErrInvalidKey; its key group is one the store owns, and otherwise
+// runtime.ErrKeyGroupNotOwned; and, when usesNS, it carries a namespace
+// only if the state is sub-keyed (runtime.ErrInvalidKey). The errors name
+// the state and the key group. CheckKey inlines: the failure path is a
+// call.
+func CheckKey(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k runtime.Key, usesNS bool) error {
+	if k.MaxParallelism() != cfg.MaxParallelism || !cfg.KeyGroups.Contains(k.Group()) ||
+		usesNS && !spec.SubKeyed && len(k.Namespace()) != 0 {
+		return keyError(cfg, spec, k)
+	}
+	return nil
+}
+
+// keyError is CheckKey's failure.
+func keyError(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k runtime.Key) error {
+	switch {
+	case k.MaxParallelism() == 0:
+		return fmt.Errorf("%w: state %q: the zero Key (build keys with runtime.MakeKey)", runtime.ErrInvalidKey, spec.Name)
+	case k.MaxParallelism() != cfg.MaxParallelism:
+		return fmt.Errorf("%w: state %q: Key built for maxParallelism %d, the store has %d",
+			runtime.ErrInvalidKey, spec.Name, k.MaxParallelism(), cfg.MaxParallelism)
+	case !cfg.KeyGroups.Contains(k.Group()):
+		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
+			runtime.ErrKeyGroupNotOwned, spec.Name, k.Group(), cfg.KeyGroups)
+	}
+	return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
+		runtime.ErrInvalidKey, spec.Name, k.Namespace())
+}

@@ -32,6 +32,7 @@ const (
 	scansInterfere
 	restoreDedupsStates
 	listCallbackUnguarded
+	trustsKeys
 )
 
 // flawed is a Model with one flaw.
@@ -165,7 +166,7 @@ type flawedValue struct {
 	s *flawed
 }
 
-func aliasID(k runtime.Key) string { return fmt.Sprintf("%x/%x", k.Key, k.Namespace) }
+func aliasID(k runtime.Key) string { return fmt.Sprintf("%x/%x", k.Bytes(), k.Namespace()) }
 
 func (v *flawedValue) Put(k runtime.Key, value []byte) error {
 	if v.s.dropPut() {
@@ -178,6 +179,11 @@ func (v *flawedValue) Put(k runtime.Key, value []byte) error {
 }
 
 func (v *flawedValue) Get(k runtime.Key) ([]byte, bool, error) {
+	if v.s.flaw == trustsKeys {
+		// What cow's fast path once did: a Key built for another
+		// maxParallelism read as the store's own (its key group is wrong).
+		k = runtime.MakeKey(k.Bytes(), k.Namespace(), v.s.Config().MaxParallelism)
+	}
 	val, found, err := v.ValueState.Get(k)
 	if a, ok := v.s.aliases[v.Spec().Name+aliasID(k)]; ok && found {
 		return a, found, err
@@ -339,6 +345,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"ScansInterfere", scansInterfere, []string{"SnapshotsWhileWriting/ConcurrentScans"}},
 		{"RestoreDedupsStates", restoreDedupsStates, []string{"Contract/RestoreBadViews"}},
 		{"ListCallbackUnguarded", listCallbackUnguarded, []string{"Contract/WriteDuringIteration"}},
+		{"TrustsKeys", trustsKeys, []string{"Contract/KeysNotMade"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

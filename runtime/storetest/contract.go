@@ -28,6 +28,7 @@ func contractChecks() []check {
 		{"EmptyEncodings", checkEmptyEncodings},
 		{"CopiesInputs", checkCopiesInputs},
 		{"KeyGroupNotOwned", checkKeyGroupNotOwned},
+		{"KeysNotMade", checkKeysNotMade},
 		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
 		{"Closed", checkClosed},
 		{"Snapshot", checkSnapshot},
@@ -217,7 +218,7 @@ func checkList(e *env) {
 		expect := func(k runtime.Key, want []string, when string) {
 			expectEq(fmt.Sprintf("%s: %s.Get(%s)", when, name(st), keyDesc(k)), want, getList(st, k, 0))
 			nss := namespaces(st, k)
-			if has := indexOf(nss, string(k.Namespace)) >= 0; has != (len(want) > 0) {
+			if has := indexOf(nss, string(k.Namespace())) >= 0; has != (len(want) > 0) {
 				fail("%s: %s.Namespaces(%s) = %q: a list exists exactly when it is not empty", when, name(st), keyDesc(k), nss)
 			}
 		}
@@ -588,6 +589,9 @@ func checkCopiesInputs(e *env) {
 	}
 }
 
+// checkKeyGroupNotOwned: every operation on a key in a key group the store
+// does not own is an ErrKeyGroupNotOwned naming the state and the key
+// group, and leaves the store unchanged.
 func checkKeyGroupNotOwned(e *env) {
 	owned := runtime.KeyGroupRange{Start: 0, End: mp / 2}
 	s := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: owned})
@@ -600,39 +604,12 @@ func checkKeyGroupNotOwned(e *env) {
 			in, out := key(kIn, ns), key(kOut, ns)
 			write(st, in, "fine")
 			before := readAll(st, in)
-			group := strconv.Itoa(out.Group)
-			expectNotOwned := func(op string, err error) {
+			group := strconv.Itoa(out.Group())
+			everyOp(st, out, func(op string, err error) {
 				wantErr(err, runtime.ErrKeyGroupNotOwned,
-					fmt.Sprintf("%s.%s of a key in key group %d, outside %v", name(st), op, out.Group, owned),
+					fmt.Sprintf("%s.%s of a key in key group %d, outside %v", name(st), op, out.Group(), owned),
 					name(st), group)
-			}
-			expectNotOwned("Clear", st.Clear(out))
-			expectNotOwned("Namespaces", st.Namespaces(out, func([]byte) bool { return true }))
-			expectNotOwned("DeleteAll", st.DeleteAll(out))
-			v := []byte("v")
-			switch kind {
-			case runtime.KindValue:
-				vs := st.(runtime.ValueState)
-				_, _, err := vs.Get(out)
-				expectNotOwned("Get", err)
-				expectNotOwned("Put", vs.Put(out, v))
-			case runtime.KindList:
-				ls := st.(runtime.ListState)
-				expectNotOwned("Get", ls.Get(out, func([]byte) bool { return true }))
-				expectNotOwned("Add", ls.Add(out, v))
-				expectNotOwned("AddAll", ls.AddAll(out, [][]byte{v}))
-				expectNotOwned("Update", ls.Update(out, [][]byte{v}))
-			default:
-				ms := st.(runtime.MapState)
-				_, _, err := ms.Get(out, v)
-				expectNotOwned("Get", err)
-				expectNotOwned("Put", ms.Put(out, v, v))
-				expectNotOwned("Delete", ms.Delete(out, v))
-				expectNotOwned("Iterate", ms.Iterate(out, func(_, _ []byte) bool { return true }))
-				if kind == runtime.KindSortedMap {
-					expectNotOwned("Range", st.(runtime.SortedMapState).Range(out, nil, nil, false, func(_, _ []byte) bool { return true }))
-				}
-			}
+			})
 			expectEq(name(st)+" at an owned key after failed operations on a key not owned", before, readAll(st, in))
 		}
 	}
@@ -642,6 +619,64 @@ func checkKeyGroupNotOwned(e *env) {
 			if !owned.Contains(g) {
 				fail("state %q holds entries in key group %d, outside the store's %v", name, g, owned)
 			}
+		}
+	}
+}
+
+// checkKeysNotMade: a Key that MakeKey did not build for the store's
+// maxParallelism — the zero Key, or one built for another maxParallelism,
+// whose key group would be wrong — is refused by every operation with an
+// ErrInvalidKey naming the state, and leaves the store unchanged.
+func checkKeysNotMade(e *env) {
+	s := e.newStore(runtime.StoreConfig{MaxParallelism: mp})
+	for _, kind := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("made", kind, sub))
+			ns, _ := twoNamespaces(sub)
+			good := key(encUint32(9), ns)
+			write(st, good, "fine")
+			before := readAll(st, good)
+			for _, bad := range []struct {
+				what string
+				k    runtime.Key
+			}{
+				{"the zero Key", runtime.Key{}},
+				{fmt.Sprintf("a Key built for maxParallelism %d", 2*mp), runtime.MakeKey(good.Bytes(), good.Namespace(), 2*mp)},
+			} {
+				everyOp(st, bad.k, func(op string, err error) {
+					wantErr(err, runtime.ErrInvalidKey, fmt.Sprintf("%s.%s of %s", name(st), op, bad.what), name(st))
+				})
+			}
+			expectEq(name(st)+" after failed operations on keys not made for the store", before, readAll(st, good))
+		}
+	}
+}
+
+// everyOp runs every operation of st's kind on k and passes check each
+// one's error.
+func everyOp(st runtime.State, k runtime.Key, check func(op string, err error)) {
+	check("Clear", st.Clear(k))
+	check("Namespaces", st.Namespaces(k, func([]byte) bool { return true }))
+	check("DeleteAll", st.DeleteAll(k))
+	v := []byte("v")
+	switch st := st.(type) {
+	case runtime.ValueState:
+		_, _, err := st.Get(k)
+		check("Get", err)
+		check("Put", st.Put(k, v))
+	case runtime.ListState:
+		check("Get", st.Get(k, func([]byte) bool { return true }))
+		check("Add", st.Add(k, v))
+		check("AddAll", st.AddAll(k, [][]byte{v}))
+		check("Update", st.Update(k, [][]byte{v}))
+	case runtime.MapState:
+		_, _, err := st.Get(k, v)
+		check("Get", err)
+		check("Put", st.Put(k, v, v))
+		check("Delete", st.Delete(k, v))
+		check("Iterate", st.Iterate(k, func(_, _ []byte) bool { return true }))
+		if sm, ok := st.(runtime.SortedMapState); ok {
+			check("Range", sm.Range(k, nil, nil, false, func(_, _ []byte) bool { return true }))
 		}
 	}
 }
@@ -869,7 +904,7 @@ func checkSnapshotRelease(e *env) {
 	putValue(st, k, []byte("4"))
 	value := func(v runtime.View) string {
 		d := mustDump(v)
-		recs := d.States["release.value"].Groups[k.Group]
+		recs := d.States["release.value"].Groups[k.Group()]
 		if len(recs) != 1 {
 			fail("snapshot holds %v, want one record", recs)
 		}
@@ -878,7 +913,7 @@ func checkSnapshotRelease(e *env) {
 	// Release the middle one first, then the oldest, then the newest.
 	must(b.Release(), "Release")
 	wantErr(b.Release(), runtime.ErrReleased, "a second Release")
-	wantErr(b.Scan("release.value", k.Group, func(runtime.Entry) error { return nil }), runtime.ErrReleased, "Scan after Release")
+	wantErr(b.Scan("release.value", k.Group(), func(runtime.Entry) error { return nil }), runtime.ErrReleased, "Scan after Release")
 	if v := value(a); v != "1" {
 		fail("oldest snapshot reads %q after a newer one was released, want \"1\"", v)
 	}
@@ -1047,7 +1082,7 @@ func checkRestoreErrors(e *env) {
 	write(register(dst, spec), existing, "already here")
 	wantErr(dst.Restore(v), runtime.ErrRestoreConflict, "Restore into a key group that holds entries of the state", spec.Name)
 
-	sameGroup := keyInGroups(mp, runtime.KeyGroupRange{Start: existing.Group, End: existing.Group + 1}, false)
+	sameGroup := keyInGroups(mp, runtime.KeyGroupRange{Start: existing.Group(), End: existing.Group() + 1}, false)
 	dst = e.newStore(runtime.StoreConfig{})
 	write(register(dst, spec), key(sameGroup, ns), "already here")
 	wantErr(dst.Restore(v), runtime.ErrRestoreConflict, "Restore into a key group that holds entries of the state", spec.Name)

@@ -603,7 +603,7 @@ func (h *harness) exec(o op, spec runtime.StateSpec, key, ns []byte, target int,
 	h.scribble()
 	if probe {
 		h.stats.probes++
-		wantErr(err, runtime.ErrKeyGroupNotOwned, desc, spec.Name, fmt.Sprint(bk.Group))
+		wantErr(err, runtime.ErrKeyGroupNotOwned, desc, spec.Name, fmt.Sprint(bk.Group()))
 		return
 	}
 	if o.write {

@@ -46,7 +46,7 @@ func name(st runtime.State) string { return st.Spec().Name }
 
 // keyDesc formats k for messages.
 func keyDesc(k runtime.Key) string {
-	return fmt.Sprintf("key %x ns %x (group %d)", k.Key, k.Namespace, k.Group)
+	return fmt.Sprintf("key %x ns %x (group %d)", k.Bytes(), k.Namespace(), k.Group())
 }
 
 func getValue(st runtime.State, k runtime.Key) (string, bool) {

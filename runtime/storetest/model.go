@@ -243,32 +243,25 @@ func (s *stateCore) check(k runtime.Key, usesNamespace, write bool) error {
 	if write && m.callbacks > 0 {
 		return fmt.Errorf("%w: state %q", runtime.ErrWriteDuringIteration, s.spec.Name)
 	}
-	if !m.cfg.KeyGroups.Contains(k.Group) {
-		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v",
-			runtime.ErrKeyGroupNotOwned, s.spec.Name, k.Group, m.cfg.KeyGroups)
-	}
-	h := runtime.HashKey(k.Key)
-	if g := runtime.KeyGroupOfHash(h, m.cfg.MaxParallelism); k.Hash != h || k.Group != g {
-		return fmt.Errorf("%w: state %q: Key has group %d and hash %#x, but its key %x has group %d and hash %#x (build keys with runtime.MakeKey)",
-			runtime.ErrInvalidKey, s.spec.Name, k.Group, k.Hash, k.Key, g, h)
-	}
-	if usesNamespace && !s.spec.SubKeyed && len(k.Namespace) > 0 {
-		return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty", runtime.ErrInvalidKey, s.spec.Name, k.Namespace)
-	}
-	return nil
+	return storekit.CheckKey(&m.cfg, &s.spec, k, usesNamespace)
 }
 
 func (s *stateCore) lookup(k runtime.Key) *cell {
-	return s.groups[k.Group][cellKey{string(k.Key), string(k.Namespace)}]
+	return s.groups[k.Group()][cellKey{string(k.Bytes()), string(k.Namespace())}]
 }
 
 func (s *stateCore) ensure(k runtime.Key) *cell {
-	g := s.groups[k.Group]
+	return s.ensureIn(k.Group(), k.Bytes(), k.Namespace())
+}
+
+// ensureIn is ensure of (key, ns) in key group kg.
+func (s *stateCore) ensureIn(kg int, key, ns []byte) *cell {
+	g := s.groups[kg]
 	if g == nil {
 		g = make(map[cellKey]*cell)
-		s.groups[k.Group] = g
+		s.groups[kg] = g
 	}
-	ck := cellKey{string(k.Key), string(k.Namespace)}
+	ck := cellKey{string(key), string(ns)}
 	c := g[ck]
 	if c == nil {
 		c = &cell{}
@@ -293,7 +286,7 @@ func (s *stateCore) Clear(k runtime.Key) error {
 	if err := s.check(k, true, true); err != nil {
 		return err
 	}
-	s.drop(k.Group, cellKey{string(k.Key), string(k.Namespace)})
+	s.drop(k.Group(), cellKey{string(k.Bytes()), string(k.Namespace())})
 	return nil
 }
 
@@ -303,8 +296,8 @@ func (s *stateCore) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 		return err
 	}
 	var nss []string
-	for ck := range s.groups[k.Group] {
-		if ck.key == string(k.Key) {
+	for ck := range s.groups[k.Group()] {
+		if ck.key == string(k.Bytes()) {
 			nss = append(nss, ck.ns)
 		}
 	}
@@ -324,9 +317,9 @@ func (s *stateCore) DeleteAll(k runtime.Key) error {
 	if err := s.check(k, false, true); err != nil {
 		return err
 	}
-	for ck := range s.groups[k.Group] {
-		if ck.key == string(k.Key) {
-			s.drop(k.Group, ck)
+	for ck := range s.groups[k.Group()] {
+		if ck.key == string(k.Bytes()) {
+			s.drop(k.Group(), ck)
 		}
 	}
 	return nil
@@ -374,8 +367,7 @@ func (s *stateCore) entries() map[int][]runtime.Entry {
 // of the state.
 func (s *stateCore) load(kg int, entries []runtime.Entry) {
 	for _, e := range entries {
-		k := runtime.Key{Group: kg, Key: e.Key, Namespace: e.Namespace}
-		c := s.ensure(k)
+		c := s.ensureIn(kg, e.Key, e.Namespace)
 		switch s.spec.Kind {
 		case runtime.KindValue:
 			c.value = clone(e.Value)
@@ -465,7 +457,7 @@ func (s *listState) Update(k runtime.Key, elems [][]byte) error {
 		return err
 	}
 	if len(elems) == 0 {
-		s.drop(k.Group, cellKey{string(k.Key), string(k.Namespace)})
+		s.drop(k.Group(), cellKey{string(k.Bytes()), string(k.Namespace())})
 		return nil
 	}
 	list := make([][]byte, len(elems))
@@ -515,7 +507,7 @@ func (s *mapState) Delete(k runtime.Key, userKey []byte) error {
 	}
 	delete(c.m, string(userKey))
 	if len(c.m) == 0 {
-		s.drop(k.Group, cellKey{string(k.Key), string(k.Namespace)})
+		s.drop(k.Group(), cellKey{string(k.Bytes()), string(k.Namespace())})
 	}
 	return nil
 }

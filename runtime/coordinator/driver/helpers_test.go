@@ -206,7 +206,7 @@ func (p *participant) write(n int) {
 	for n > 0 {
 		key := binary.BigEndian.AppendUint64(nil, p.rng.Uint64()%512)
 		k := runtime.MakeKey(key, nil, maxP)
-		if !p.kgs.Contains(k.Group) {
+		if !p.kgs.Contains(k.Group()) {
 			continue
 		}
 		if err := p.state.Put(k, binary.BigEndian.AppendUint64(nil, p.rng.Uint64())); err != nil {
@@ -426,7 +426,7 @@ func (o *operator) write(n int) {
 	for n > 0 {
 		key := binary.BigEndian.AppendUint64(nil, o.rng.Uint64()%512)
 		k := runtime.MakeKey(key, nil, maxP)
-		if !o.kgs.Contains(k.Group) {
+		if !o.kgs.Contains(k.Group()) {
 			continue
 		}
 		if err := o.state.Put(k, binary.BigEndian.AppendUint64(nil, o.rng.Uint64())); err != nil {

@@ -223,7 +223,7 @@ func (w *worker) write(n int) {
 	for n > 0 {
 		key := binary.BigEndian.AppendUint64(nil, w.rng.Uint64()%256)
 		k := runtime.MakeKey(key, nil, maxP)
-		if !w.kgs.Contains(k.Group) {
+		if !w.kgs.Contains(k.Group()) {
 			continue
 		}
 		if err := w.state.Put(k, binary.BigEndian.AppendUint64(nil, w.rng.Uint64())); err != nil {
