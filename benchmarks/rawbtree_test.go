@@ -3,8 +3,8 @@ package benchmarks
 // The btree-raw baseline: tidwall/btree's BTreeG called directly with the
 // item layout of backends/btree (the first 24 bytes of the item key inline,
 // item key and value in one allocation, one tree per state and key group)
-// and the same encoded bytes: item keys of key group, length-prefixed key
-// and namespace, and user key; lists as one item whose elements carry
+// and the same encoded bytes: item keys of key group, framed key (the
+// layout of package storekit; a keyed state has no namespace) and user key; lists as one item whose elements carry
 // uvarint lengths, appended in place when capacity allows. btree against
 // btree-raw is the cost of the backend itself: the encoding and decoding
 // are paid by both, the typed handles' call and iteration machinery, the
@@ -101,11 +101,13 @@ func newRawBtree() *rawBtree {
 // key encodes k, hashes it once, and builds the item key of (k, no
 // namespace) in r.ik, as the typed handles and the backend do.
 func (r *rawBtree) key(s *rawState, k int64) (*tb.BTreeG[rawItem], []byte) {
-	r.ik = append(r.ik[:0], 0, 0, 8) // key group, len(key)
+	r.ik = append(r.ik[:0], 0, 0) // key group
 	r.ik = int64Codec.AppendKey(r.ik, k)
-	kg := runtime.KeyGroupOfHash(runtime.HashKey(r.ik[3:]), runtime.DefaultMaxParallelism)
+	kg := runtime.KeyGroupOfHash(runtime.HashKey(r.ik[2:]), runtime.DefaultMaxParallelism)
 	r.ik[0], r.ik[1] = byte(kg>>8), byte(kg)
-	r.ik = append(r.ik, 0) // len(namespace)
+	// The framing of an 8-byte key is the key and its marker, 8
+	// (storekit's layout); a keyed state writes no namespace.
+	r.ik = append(r.ik, 8)
 	return s.tree(kg), r.ik
 }
 
@@ -291,10 +293,7 @@ func (s rawBtreeSnapshot) scan() (entries, size int64, err error) {
 			}
 			t.Scan(func(x rawItem) bool {
 				ik := x.b[:x.kl]
-				kl, w := binary.Uvarint(ik[2:])
-				rest := ik[2+w+int(kl):]
-				_, w2 := binary.Uvarint(rest)
-				keyBytes := int64(kl) + int64(len(rest)-w2) // key, namespace and user key
+				keyBytes := int64(len(ik) - 2 - 1) // key and user key: less the key group and the key's framing marker
 				if !isList {
 					entries++
 					size += keyBytes + int64(len(x.value()))

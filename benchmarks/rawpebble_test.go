@@ -3,7 +3,7 @@ package benchmarks
 // The pebble-raw baseline: the Pebble calls of backends/pebble (Get, Set,
 // Merge, Delete, bounded iterators, NewSnapshot) made directly, on the same
 // encoded bytes — the backend's key layout (key group, state id,
-// length-prefixed key and namespace, user key) and its list encoding
+// framed key, user key: package storekit's layout) and its list encoding
 // (elements with uvarint lengths, added as merge operands) — in a database
 // opened with the store's options (pebble.Options.PebbleOptions: block
 // cache, memtables, merge operator, no write-ahead log), in a directory on
@@ -64,11 +64,13 @@ func openRawPebble(dir string) (target, error) {
 // key encodes k, hashes it once, and builds the Pebble key of (state id,
 // k, no namespace) in r.ik, as the typed handles and the backend do.
 func (r *rawPebble) key(id byte, k int64) []byte {
-	r.ik = append(r.ik[:0], 0, 0, id, 8) // key group, state id, len(key)
+	r.ik = append(r.ik[:0], 0, 0, id) // key group, state id
 	r.ik = int64Codec.AppendKey(r.ik, k)
-	kg := runtime.KeyGroupOfHash(runtime.HashKey(r.ik[4:]), runtime.DefaultMaxParallelism)
+	kg := runtime.KeyGroupOfHash(runtime.HashKey(r.ik[3:]), runtime.DefaultMaxParallelism)
 	r.ik[0], r.ik[1] = byte(kg>>8), byte(kg)
-	r.ik = append(r.ik, 0) // len(namespace)
+	// The framing of an 8-byte key is the key and its marker, 8
+	// (storekit's layout); a keyed state writes no namespace.
+	r.ik = append(r.ik, 8)
 	return r.ik
 }
 
@@ -224,7 +226,7 @@ func (s rawPebbleSnapshot) scan() (entries, size int64, err error) {
 		for ok := it.First(); ok; ok = it.Next() {
 			key := it.Key()
 			_, w := binary.Uvarint(key[2:]) // state id
-			keyBytes := int64(len(key) - 2 - w - 2)
+			keyBytes := int64(len(key) - 2 - w - 1) // less the key's framing marker
 			v, err := it.ValueAndErr()
 			if err != nil {
 				it.Close()

@@ -33,7 +33,7 @@ func TestConformanceThroughFiles(t *testing.T) {
 		}
 		return out, err
 	}
-	storetest.Run(t, modelFactory, storetest.WithSnapshotCodec(codec))
+	storetest.Run(t, modelFactory, storetest.Sorted(), storetest.WithSnapshotCodec(codec))
 	t.Logf("%d snapshots went through files", calls.Load())
 	if calls.Load() < 10 {
 		t.Errorf("only %d snapshots went through the codec", calls.Load())

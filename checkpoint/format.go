@@ -4,8 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"hash/crc32"
-
-	"github.com/stategen/stategen/runtime"
 )
 
 // FormatVersion is the version of the data-file and metadata format this
@@ -57,43 +55,9 @@ const (
 	tagSameKey = 1 // same key and namespace as the previous entry of the block
 )
 
-// Kind codes of the index's state table. They are the format's own, fixed
-// by version 1, not runtime.Kind's numbering.
-const (
-	kindCodeValue     = 1
-	kindCodeList      = 2
-	kindCodeMap       = 3
-	kindCodeSortedMap = 4
-)
-
-func kindCode(k runtime.Kind) byte {
-	switch k {
-	case runtime.KindValue:
-		return kindCodeValue
-	case runtime.KindList:
-		return kindCodeList
-	case runtime.KindMap:
-		return kindCodeMap
-	case runtime.KindSortedMap:
-		return kindCodeSortedMap
-	}
-	return 0
-}
-
-// kindOfCode is the inverse of kindCode; unknown codes give an invalid Kind.
-func kindOfCode(c byte) runtime.Kind {
-	switch c {
-	case kindCodeValue:
-		return runtime.KindValue
-	case kindCodeList:
-		return runtime.KindList
-	case kindCodeMap:
-		return runtime.KindMap
-	case kindCodeSortedMap:
-		return runtime.KindSortedMap
-	}
-	return 0
-}
+// The kind codes of the index's state table are storekit.KindCode's,
+// fixed by version 1 (and pinned by the golden files), not runtime.Kind's
+// numbering.
 
 // Flags of a state in the index's state table.
 const (

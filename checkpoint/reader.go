@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // dataFile is an opened data file: its header and parsed index. Reading
@@ -223,7 +224,7 @@ func (f *dataFile) parseIndex(p []byte, base int64) error {
 		if flags&^stateFlagsKnown != 0 {
 			return corruptAt(f.path, at, "state %q has unknown flags %#x", name, flags)
 		}
-		s := runtime.StateSpec{Name: string(name), Kind: kindOfCode(kind), SubKeyed: flags&stateFlagSubKeyed != 0, Fingerprint: string(fp)}
+		s := runtime.StateSpec{Name: string(name), Kind: storekit.KindOfCode(kind), SubKeyed: flags&stateFlagSubKeyed != 0, Fingerprint: string(fp)}
 		if err := s.Validate(); err != nil {
 			return &FileError{Path: f.path, Offset: at, Reason: "invalid state in the index", Err: ErrCorrupt, Cause: err}
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // WriterOptions tune the writer. The zero value, and a nil *WriterOptions,
@@ -214,7 +215,7 @@ func (fw *fileWriter) begin(kgs runtime.KeyGroupRange, specs []runtime.StateSpec
 	fw.index = binary.AppendUvarint(fw.index, uint64(len(specs)))
 	for _, s := range specs {
 		fw.index = appendBytes(fw.index, []byte(s.Name))
-		fw.index = append(fw.index, kindCode(s.Kind))
+		fw.index = append(fw.index, storekit.KindCode(s.Kind))
 		var flags byte
 		if s.SubKeyed {
 			flags |= stateFlagSubKeyed

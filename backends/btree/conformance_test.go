@@ -23,18 +23,18 @@ func factory(opts btree.Options) storetest.Factory {
 // TestConformance runs the shared conformance suite with the default
 // options.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, factory(btree.Options{}))
+	storetest.Run(t, factory(btree.Options{}), storetest.Sorted())
 }
 
 // TestConformanceDegree2 runs the suite on 2-3-4 trees, whose nodes split
 // and merge on nearly every write, so that copy-on-write of nodes shared
 // with snapshots is exercised everywhere.
 func TestConformanceDegree2(t *testing.T) {
-	storetest.Run(t, factory(btree.Options{Degree: 2}))
+	storetest.Run(t, factory(btree.Options{Degree: 2}), storetest.Sorted())
 }
 
 // TestConformanceThroughFiles runs the suite with every snapshot written
 // to checkpoint files and read back, rescaling included.
 func TestConformanceThroughFiles(t *testing.T) {
-	storetest.Run(t, factory(btree.Options{}), storetest.WithSnapshotCodec(checkpointtest.ThroughFiles))
+	storetest.Run(t, factory(btree.Options{}), storetest.Sorted(), storetest.WithSnapshotCodec(checkpointtest.ThroughFiles))
 }

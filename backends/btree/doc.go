@@ -20,38 +20,43 @@
 // Each entry is one item: an item key and a value in one allocation. The
 // item key of (key group g, key k, namespace n, user key u) is
 //
-//	g (2 bytes, big-endian) | uvarint(len(k)) | k | uvarint(len(n)) | n | u
+//	g (2 bytes, big-endian) | framed k | framed n (sub-keyed states only) | u
 //
-// with u empty for values and lists. The Store contract promises that keys,
-// namespaces and user keys are prefix-free, order-preserving encodings, so
-// plain concatenation would order correctly; the store does not rely on it.
-// A uvarint length is itself a prefix-free code, so item keys are
-// unambiguous whatever bytes a caller passes (with plain concatenation, a
-// codec that broke the promise would make (k="a", n="bc") and (k="ab",
-// n="c") one entry, silently), at one byte per field under 128 bytes. What
-// the order of item keys gives:
+// with u empty for values and lists: package storekit's sorted key layout,
+// which backends/pebble shares. A framed field is cut into groups of 8
+// bytes, the last padded with zeros, each followed by a marker byte (how
+// many of the group's bytes are the field's, or 9 if it goes on). The Store
+// contract promises that keys, namespaces and user keys are prefix-free,
+// order-preserving encodings, so plain concatenation would order correctly;
+// the store does not rely on it. The framing is prefix-free whatever bytes
+// a caller passes (with plain concatenation, a codec that broke the promise
+// would make (k="a", n="bc") and (k="ab", n="c") one entry, silently), and
+// it keeps bytewise order across lengths, which a length prefix would not
+// (it sorts "b" before "aa"). An 8-byte key takes 9 bytes; a keyed state,
+// whose namespace is always empty, has no namespace field. What the order
+// of item keys gives:
 //
 //   - the entries of one map are one contiguous run, ordered bytewise by
 //     user key: SortedMap order, and a Range is a seek and a walk (Iterate
 //     of a KindMap ascends too);
-//   - every namespace of key k lies under the prefix g|len(k)|k, so
+//   - every namespace of key k lies under the prefix g|framed k, so
 //     Namespaces and DeleteAll are range operations (DeleteAll is one
-//     DeleteRange; Namespaces seeks past each map);
-//   - keys themselves are ordered by length, then bytes. Nothing in the
-//     contract asks for key order (a snapshot's entry order is unspecified).
+//     DeleteRange; Namespaces seeks past each map), and Namespaces yields
+//     them in encoded order;
+//   - keys come in encoded order too: a snapshot's Scan yields a key
+//     group's entries by key, namespace and user key (the View contract
+//     leaves the order unspecified; storetest.Sorted checks this one).
 //
-// Nothing is assumed of the bytes themselves: the only order the store
-// promises, SortedMap's, is the bytewise order of user keys within one
-// (key, namespace), which the length prefixes leave intact. Keys,
-// namespaces and user keys of up to MaxKeyBytes together are accepted.
+// Keys, namespaces and user keys of up to MaxKeyBytes together are
+// accepted.
 //
 // Items cache the first 24 bytes of their item key in three integers, and
 // compare on them first. Comparing item keys through their slices costs a
 // cache miss per comparison in a tree of a million entries, whose item
 // bytes are spread over the heap; with the inline prefix, a search reads
 // only tree nodes unless two keys share 24 bytes. The item keys of keys of
-// up to 20 bytes (an int64 key's is 12) and of map entries of int64 keys
-// and user keys (20 bytes) fit whole. Measured at 1M keys with the
+// up to 13 bytes (an int64 key's is 11) and of map entries of int64 keys
+// and user keys (19 bytes) fit whole. Measured at 1M keys with the
 // benchmarks of benchmarks/btree_test.go (-count 6, benchstat, CPU time,
 // on the shared 2-core machine all numbers here come from), the inline
 // prefix takes Value Get from 1.78µs to 1.14µs (-36%), Map Get -34%, and

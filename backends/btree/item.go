@@ -3,9 +3,11 @@ package btree
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
+	"fmt"
 
 	tb "github.com/tidwall/btree"
+
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // item is one entry of a tree: its item key (see the package doc) followed
@@ -89,100 +91,51 @@ func newTree(degree int) *tree {
 }
 
 // groupLen is the length of the key-group prefix of every item key.
-const groupLen = 2
+const groupLen = storekit.GroupLen
 
-// appendGroup appends the two-byte big-endian key group kg, which is below
-// runtime.UpperBoundMaxParallelism (1<<15).
-func appendGroup(dst []byte, kg int) []byte { return append(dst, byte(kg>>8), byte(kg)) }
+// Item keys follow the sorted key layout of package storekit, which
+// backends/pebble shares: the key group, the framed key, the framed
+// namespace (sub-keyed states only), the user key (maps only). Framed
+// fields keep their order whatever their lengths, so keys, namespaces and
+// user keys come out of a tree in encoded order.
 
-// appendField appends b with its length as a uvarint in front. A uvarint is
-// a prefix-free code, so the result is prefix-free whatever b holds.
-func appendField(dst, b []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(b)))
-	return append(dst, b...)
-}
-
-// appendKeyPrefix appends the prefix shared by every item of (kg, key):
-// the key group, then the length-prefixed key.
+// appendKeyPrefix appends the prefix shared by every item of (kg, key), in
+// all its namespaces.
 func appendKeyPrefix(dst []byte, kg int, key []byte) []byte {
-	return appendField(appendGroup(dst, kg), key)
+	return storekit.AppendKeyPrefix(storekit.AppendGroup(dst, kg), key)
 }
 
 // appendEntryKey appends the item key of (kg, key, ns) without a user key:
 // the whole item key of a value or list entry, and the prefix of the items
-// of a map.
-func appendEntryKey(dst []byte, kg int, key, ns []byte) []byte {
-	return appendField(appendKeyPrefix(dst, kg, key), ns)
-}
-
-// appendPrefixEnd appends the smallest byte string that is greater than
-// every string having p as a prefix, and reports false if there is none
-// (p is empty or all 0xff; never the case for the prefixes of item keys,
-// whose first byte is below 0x80).
-func appendPrefixEnd(dst, p []byte) ([]byte, bool) {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			dst = append(dst, p[:i+1]...)
-			dst[len(dst)-1]++
-			return dst, true
-		}
-	}
-	return dst, false
+// of a map. A keyed state's items have no namespace.
+func appendEntryKey(dst []byte, kg int, key, ns []byte, subKeyed bool) []byte {
+	return storekit.AppendEntry(storekit.AppendGroup(dst, kg), key, ns, subKeyed)
 }
 
 // errBadItem reports an item key or list the store did not write: a bug,
 // reported as an error rather than a panic.
-var errBadItem = errors.New("btree: internal error: malformed item")
+var errBadItem = fmt.Errorf("btree: internal error: %w", storekit.ErrBadLayout)
 
-// readField splits a length-prefixed field off the front of b.
-func readField(b []byte) (field, rest []byte, ok bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return nil, nil, false
+// parseItemKey splits an item key of a state (sub-keyed or not) into its
+// key group, key, namespace and user key (empty for values and lists). A
+// key or namespace longer than one group of the framing is decoded into
+// scratch, which is returned for reuse.
+func parseItemKey(ik []byte, subKeyed bool, scratch []byte) (kg int, key, ns, uk, scratchOut []byte, err error) {
+	kg, rest, err := storekit.ReadGroup(ik)
+	if err == nil {
+		key, ns, uk, scratch, err = storekit.SplitEntry(rest, subKeyed, scratch)
 	}
-	end := w + int(n)
-	return b[w:end:end], b[end:], true
-}
-
-// parseItemKey splits an item key into its key group, key, namespace and
-// user key (empty for values and lists).
-func parseItemKey(ik []byte) (kg int, key, ns, uk []byte, err error) {
-	if len(ik) < groupLen {
-		return 0, nil, nil, nil, errBadItem
+	if err != nil {
+		return 0, nil, nil, nil, scratch, errBadItem
 	}
-	kg = int(ik[0])<<8 | int(ik[1])
-	key, rest, ok := readField(ik[groupLen:])
-	if !ok {
-		return 0, nil, nil, nil, errBadItem
-	}
-	ns, uk, ok = readField(rest)
-	if !ok {
-		return 0, nil, nil, nil, errBadItem
-	}
-	return kg, key, ns, uk, nil
-}
-
-// elemLen returns the encoded length of a list element of n bytes.
-func elemLen(n int) int {
-	l := 1
-	for x := uint64(n); x >= 0x80; x >>= 7 {
-		l++
-	}
-	return l + n
+	return kg, key, ns, uk, scratch, nil
 }
 
 // eachElem calls fn with every element of an encoded list until fn
 // returns false. It fails if list is malformed.
 func eachElem(list []byte, fn func(elem []byte) bool) error {
-	for len(list) > 0 {
-		elem, rest, ok := readField(list)
-		if !ok {
-			return errBadItem
-		}
-		if !fn(elem) {
-			return nil
-		}
-		list = rest
+	if storekit.EachElem(list, fn) != nil {
+		return errBadItem
 	}
 	return nil
 }

@@ -2,11 +2,13 @@ package btree
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // randBytes returns short byte strings biased towards shared prefixes,
@@ -61,36 +63,50 @@ func TestLessItemIsBytewiseOrder(t *testing.T) {
 }
 
 // TestItemKeyRoundTrip checks that item keys parse back into their parts,
-// whatever the bytes, that distinct parts make distinct item keys, and
-// that the prefix of (key group, key) covers exactly that key's items.
+// whatever the bytes, that items order as their (key group, key,
+// namespace, user key) tuples do, whatever the lengths, and that the
+// prefix of (key group, key) covers exactly that key's items.
 func TestItemKeyRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	seen := map[string][3]string{}
+	type parts struct {
+		kg        int
+		k, ns, uk []byte
+		ik        []byte
+	}
+	var prev *parts
 	for range 20000 {
+		sub := r.IntN(2) == 0
 		kg := r.IntN(runtime.UpperBoundMaxParallelism)
-		k, ns, uk := randBytes(r), randBytes(r), randBytes(r)
-		ik := append(appendEntryKey(nil, kg, k, ns), uk...)
-		gotKG, gotK, gotNS, gotUK, err := parseItemKey(ik)
-		if err != nil || gotKG != kg || !bytes.Equal(gotK, k) || !bytes.Equal(gotNS, ns) || !bytes.Equal(gotUK, uk) {
-			t.Fatalf("parseItemKey(%x) = %d %x %x %x %v, want %d %x %x %x", ik, gotKG, gotK, gotNS, gotUK, err, kg, k, ns, uk)
+		p := &parts{kg: kg, k: randBytes(r), ns: randBytes(r), uk: randBytes(r)}
+		if !sub {
+			p.ns = nil
 		}
-		parts := [3]string{string(k), string(ns), string(uk)}
-		if prev, ok := seen[string(ik)]; ok && prev != parts {
-			t.Fatalf("item key %x stands for both %q and %q", ik, prev, parts)
+		p.ik = append(appendEntryKey(nil, kg, p.k, p.ns, sub), p.uk...)
+		gotKG, gotK, gotNS, gotUK, _, err := parseItemKey(p.ik, sub, nil)
+		if err != nil || gotKG != kg || !bytes.Equal(gotK, p.k) || !bytes.Equal(gotNS, p.ns) || !bytes.Equal(gotUK, p.uk) {
+			t.Fatalf("parseItemKey(%x) = %d %x %x %x %v, want %d %x %x %x", p.ik, gotKG, gotK, gotNS, gotUK, err, kg, p.k, p.ns, p.uk)
 		}
-		seen[string(ik)] = parts
-		p := appendKeyPrefix(nil, kg, k)
-		end, ok := appendPrefixEnd(nil, p)
-		if !ok || !bytes.HasPrefix(ik, p) || bytes.Compare(ik, p) < 0 || bytes.Compare(ik, end) >= 0 {
-			t.Fatalf("item key %x is not in [%x, %x), the range of its key's prefix", ik, p, end)
+		pre := appendKeyPrefix(nil, kg, p.k)
+		end, ok := storekit.AppendPrefixEnd(nil, pre)
+		if !ok || !bytes.HasPrefix(p.ik, pre) || bytes.Compare(p.ik, end) >= 0 {
+			t.Fatalf("item key %x is not in [%x, %x), the range of its key's prefix", p.ik, pre, end)
 		}
-		other := randBytes(r)
-		if !bytes.Equal(other, k) {
-			oik := appendEntryKey(nil, kg, other, ns)
-			if bytes.Compare(oik, p) >= 0 && bytes.Compare(oik, end) < 0 {
-				t.Fatalf("the item key %x of key %x falls in the prefix range of key %x", oik, other, k)
+		if prev != nil && r.IntN(2) == 0 {
+			// Compare with an item of the same key group and sub-keyedness.
+			q := &parts{kg: kg, k: prev.k, ns: randBytes(r), uk: randBytes(r)}
+			if r.IntN(2) == 0 {
+				q.k = randBytes(r)
+			}
+			if !sub {
+				q.ns = nil
+			}
+			q.ik = append(appendEntryKey(nil, kg, q.k, q.ns, sub), q.uk...)
+			want := cmp.Or(bytes.Compare(p.k, q.k), bytes.Compare(p.ns, q.ns), bytes.Compare(p.uk, q.uk)) < 0
+			if got := lessItem(probe(p.ik), probe(q.ik)); got != want {
+				t.Fatalf("items of (%x %x %x) and (%x %x %x): less = %v, want %v", p.k, p.ns, p.uk, q.k, q.ns, q.uk, got, want)
 			}
 		}
+		prev = p
 	}
 }
 
@@ -98,10 +114,10 @@ func TestItemKeyRoundTrip(t *testing.T) {
 // bytes the store did not write.
 func TestMalformedItems(t *testing.T) {
 	for _, b := range [][]byte{
-		nil, {0}, {0, 0}, {0, 0, 5, 'a'}, {0, 0, 0x80}, {0, 0, 1, 'k', 3, 'n'},
-		{0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		nil, {0}, {0, 0}, {0, 0, 5, 'a'}, {0, 0, 'k', 0, 0, 0, 0, 0, 0, 0, 2},
+		{0, 0, 'k', 0, 0, 0, 0, 0, 0, 0, 1, 'n'},
 	} {
-		if _, _, _, _, err := parseItemKey(b); !errors.Is(err, errBadItem) {
+		if _, _, _, _, _, err := parseItemKey(b, true, nil); !errors.Is(err, errBadItem) {
 			t.Errorf("parseItemKey(%x) = %v, want errBadItem", b, err)
 		}
 	}
@@ -109,11 +125,5 @@ func TestMalformedItems(t *testing.T) {
 		if err := eachElem(l, func([]byte) bool { return true }); !errors.Is(err, errBadItem) {
 			t.Errorf("eachElem(%x) = %v, want errBadItem", l, err)
 		}
-	}
-	if _, ok := appendPrefixEnd(nil, []byte{0xff, 0xff}); ok {
-		t.Error("appendPrefixEnd of an all-0xff prefix reported a successor")
-	}
-	if end, ok := appendPrefixEnd(nil, []byte{1, 0xff}); !ok || !bytes.Equal(end, []byte{2}) {
-		t.Errorf("appendPrefixEnd(01ff) = %x, %v, want 02", end, ok)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 	tb "github.com/tidwall/btree"
 )
 
@@ -109,11 +110,11 @@ func (l listState) Update(k runtime.Key, elems [][]byte) error {
 	}
 	n := len(ik)
 	for _, e := range elems {
-		n += elemLen(len(e))
+		n += storekit.ElemLen(len(e))
 	}
 	b := append(make([]byte, 0, n), ik...)
 	for _, e := range elems {
-		b = appendField(b, e)
+		b = storekit.AppendElem(b, e)
 	}
 	t.Set(makeItem(b, len(ik)))
 	return nil
@@ -128,7 +129,7 @@ func (l listState) Update(k runtime.Key, elems [][]byte) error {
 func (s *Store) appendElems(t *tree, ik []byte, elems [][]byte) {
 	need := 0
 	for _, e := range elems {
-		need += elemLen(len(e))
+		need += storekit.ElemLen(len(e))
 	}
 	var hint tb.PathHint
 	old, ok := t.GetHint(probe(ik), &hint)
@@ -142,7 +143,7 @@ func (s *Store) appendElems(t *tree, ik []byte, elems [][]byte) {
 		b = append(make([]byte, 0, len(ik)+need), ik...)
 	}
 	for _, e := range elems {
-		b = appendField(b, e)
+		b = storekit.AppendElem(b, e)
 	}
 	t.SetHint(makeItem(b, len(ik)), &hint)
 }
@@ -219,12 +220,12 @@ func (m mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(user
 	s := m.s
 	// The bounds go in a buffer of their own: fn may make point reads,
 	// which reuse the scratch buffer.
-	buf := appendEntryKey(s.takeBuf(), k.Group(), k.Bytes(), k.Namespace())
+	buf := appendEntryKey(s.takeBuf(), k.Group(), k.Bytes(), k.Namespace(), m.spec.SubKeyed)
 	pl := len(buf)
 	buf = append(buf, lo...)
 	ll := len(buf)
 	if hi == nil {
-		buf, _ = appendPrefixEnd(buf, buf[:pl])
+		buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
 	} else {
 		buf = append(append(buf, buf[:pl]...), hi...)
 	}

@@ -34,7 +34,7 @@ func TestConformanceLayouts(t *testing.T) {
 					tb.Fatal(err)
 				}
 				return s
-			}, storetest.WithScale(0.5))
+			}, storetest.Sorted(), storetest.WithScale(0.5))
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	srt "github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // snapshot is the immutable view returned by Store.Snapshot: per state, a
@@ -125,10 +126,11 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 		return nil
 	}
 	var p [groupLen]byte
-	appendGroup(p[:0], kg)
+	storekit.AppendGroup(p[:0], kg)
 	it := t.Iter()
 	defer it.Release()
 	var batch [batchLen]item
+	var scratch []byte // for keys and namespaces longer than a framing group
 	for ok := it.Seek(probe(p[:])); ok; {
 		n := 0
 		for ok && n < batchLen {
@@ -146,7 +148,7 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 			if sn.sh.released.Load() {
 				return fmt.Errorf("%w: snapshot %d released during a Scan of state %q", srt.ErrReleased, sn.sh.seq, name)
 			}
-			if err := emit(sv.spec, x, fn); err != nil {
+			if err := emit(sv.spec, x, &scratch, fn); err != nil {
 				if errors.Is(err, errBadItem) {
 					return fmt.Errorf("state %q, key group %d: %w", name, kg, err)
 				}
@@ -158,9 +160,11 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 }
 
 // emit calls fn with the entries of item x of a state of spec: one, or one
-// per element of a list. It returns fn's error as is.
-func emit(spec srt.StateSpec, x item, fn func(srt.Entry) error) error {
-	_, key, ns, uk, err := parseItemKey(x.key())
+// per element of a list, decoding long keys into *scratch. It returns fn's
+// error as is.
+func emit(spec srt.StateSpec, x item, scratch *[]byte, fn func(srt.Entry) error) error {
+	_, key, ns, uk, sc, err := parseItemKey(x.key(), spec.SubKeyed, (*scratch)[:0])
+	*scratch = sc
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func (st *state) groupTree(kg int) *tree {
 // scratch buffer, valid until the next point operation.
 func (st *state) entryKey(k runtime.Key) []byte {
 	s := st.s
-	s.scratch = appendEntryKey(s.scratch[:0], k.Group(), k.Bytes(), k.Namespace())
+	s.scratch = appendEntryKey(s.scratch[:0], k.Group(), k.Bytes(), k.Namespace(), st.spec.SubKeyed)
 	return s.scratch
 }
 
@@ -100,7 +100,7 @@ func (st *state) entryKey(k runtime.Key) []byte {
 // entryKey.
 func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	s := st.s
-	s.scratch = append(appendEntryKey(s.scratch[:0], k.Group(), k.Bytes(), k.Namespace()), uk...)
+	s.scratch = append(appendEntryKey(s.scratch[:0], k.Group(), k.Bytes(), k.Namespace(), st.spec.SubKeyed), uk...)
 	return s.scratch
 }
 
@@ -108,7 +108,7 @@ var noReturn = &tb.DeleteRangeOptions{NoReturn: true}
 
 // deletePrefix removes every item of t whose item key starts with p.
 func deletePrefix(t *tree, p, scratch []byte) []byte {
-	end, ok := appendPrefixEnd(scratch[:0], p)
+	end, ok := storekit.AppendPrefixEnd(scratch[:0], p)
 	if !ok { // not reached: item-key prefixes start below 0xff
 		var del []item
 		t.Ascend(probe(p), func(it item) bool {
@@ -155,8 +155,8 @@ func (st *state) DeleteAll(k runtime.Key) error {
 	return nil
 }
 
-// Namespaces implements runtime.State. Namespaces come in item-key order:
-// by length, then bytewise.
+// Namespaces implements runtime.State. Namespaces come in encoded order
+// (the item keys' order).
 func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	t, err := st.rtree(k, false)
 	if err != nil || t == nil {
@@ -168,13 +168,15 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	s := st.s
 	buf := appendKeyPrefix(s.takeBuf(), k.Group(), k.Bytes())
 	pl := len(buf)
-	buf, _ = appendPrefixEnd(buf, buf[:pl])
+	buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
 	el := len(buf)
 	it := s.takeIter(t)
+	nsBuf := s.takeBuf()
 	s.iterating++
 	defer func() {
 		s.iterating--
 		s.giveIter(it)
+		s.giveBuf(nsBuf)
 		s.giveBuf(buf)
 	}()
 	skip := st.spec.Kind.HasUserKey()
@@ -183,8 +185,15 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 		if bytes.Compare(ik, buf[pl:el]) >= 0 {
 			break
 		}
-		ns, rest, fok := readField(ik[pl:])
-		if !fok {
+		if !st.spec.SubKeyed {
+			// A keyed state's items have no namespace: the key has an
+			// entry, in the empty namespace.
+			fn(nil)
+			break
+		}
+		ns, rest, scratch, ferr := storekit.ReadFramed(ik[pl:], nsBuf[:0])
+		nsBuf = scratch
+		if ferr != nil {
 			return fmt.Errorf("state %q: %w", st.spec.Name, errBadItem)
 		}
 		if !fn(ns) {
@@ -198,7 +207,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 		// item key that starts with (key, namespace).
 		nsEnd := len(ik) - len(rest)
 		var more bool
-		buf, more = appendPrefixEnd(buf[:el], ik[:nsEnd])
+		buf, more = storekit.AppendPrefixEnd(buf[:el], ik[:nsEnd])
 		if !more {
 			break
 		}
@@ -292,7 +301,7 @@ func (st *state) hasGroup(kg int) bool {
 		return true
 	}
 	var p [groupLen]byte
-	appendGroup(p[:0], kg)
+	storekit.AppendGroup(p[:0], kg)
 	it := t.Iter()
 	defer it.Release()
 	return it.Seek(probe(p[:])) && bytes.HasPrefix(it.Item().key(), p[:])
@@ -332,18 +341,18 @@ func (st *state) load(src runtime.View, kg int) error {
 		if t == nil {
 			t = st.groupTree(kg)
 		}
-		s.scratch = appendEntryKey(s.scratch[:0], kg, e.Key, e.Namespace)
+		s.scratch = appendEntryKey(s.scratch[:0], kg, e.Key, e.Namespace, spec.SubKeyed)
 		switch spec.Kind {
 		case runtime.KindList:
 			if list != nil && bytes.Equal(list[:listKL], s.scratch) {
-				list = appendField(list, e.Value)
+				list = storekit.AppendElem(list, e.Value)
 				return nil
 			}
 			if err := flush(); err != nil {
 				return err
 			}
 			listKL = len(s.scratch)
-			list = appendField(append(make([]byte, 0, listKL+elemLen(len(e.Value))), s.scratch...), e.Value)
+			list = storekit.AppendElem(append(make([]byte, 0, listKL+storekit.ElemLen(len(e.Value))), s.scratch...), e.Value)
 			return nil
 		case runtime.KindValue:
 		default:

@@ -260,6 +260,34 @@ func TestNotAStoreDir(t *testing.T) {
 	}
 }
 
+// TestOldLayoutVersionRefused: a working directory of layout version 1
+// (length-prefixed keys, before storekit's framing) is refused with a
+// remedy, never read with the wrong layout.
+func TestOldLayoutVersionRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v1")
+	s := mustNew(t, pebble.Options{Dir: dir})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	po, err := pebble.Options{}.PebbleOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebbledb.Open(dir, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store metadata of version 1: version, maxParallelism 128, key groups [0, 128).
+	if err := db.Set([]byte{0xff, 'c'}, []byte{1, 0x80, 1, 0, 0x80, 1}, pebbledb.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.Flush(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pebble.New(pebble.Options{Dir: dir, Existing: pebble.ReuseExisting})
+	wantErr(t, "New on a directory of layout version 1", err, []error{pebble.ErrNotStoreDir}, "layout version 1", "version 2", "checkpoint")
+}
+
 func TestDirHeldByAnotherStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	a := mustNew(t, pebble.Options{Dir: dir})

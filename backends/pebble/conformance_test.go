@@ -30,11 +30,11 @@ func factory(opts pebble.Options) storetest.Factory {
 // TestConformance runs the shared conformance suite with the default
 // options, on an in-memory file system.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, factory(pebble.Options{}))
+	storetest.Run(t, factory(pebble.Options{}), storetest.Sorted())
 }
 
 // TestConformanceThroughFiles runs the suite with every snapshot written
 // to checkpoint files and read back, rescaling included.
 func TestConformanceThroughFiles(t *testing.T) {
-	storetest.Run(t, factory(pebble.Options{}), storetest.WithSnapshotCodec(checkpointtest.ThroughFiles))
+	storetest.Run(t, factory(pebble.Options{}), storetest.Sorted(), storetest.WithSnapshotCodec(checkpointtest.ThroughFiles))
 }

@@ -22,34 +22,39 @@
 //
 // All states live in one Pebble database, in one key space:
 //
-//	| field              | bytes                    | contiguous span it makes               |
-//	|--------------------|--------------------------|----------------------------------------|
-//	| key group          | 2, big-endian (< 0x8000) | a key group (of every state)           |
-//	| state id           | uvarint                  | a state in a key group (Scan, Restore) |
-//	| len(key), key      | uvarint, bytes           | every namespace of a key (DeleteAll)   |
-//	| len(ns), namespace | uvarint, bytes           | one (key, namespace): a value, a list, |
-//	|                    |                          | a whole map (Clear)                    |
-//	| user key           | bytes, to the end        | a SortedMap range [lo, hi)             |
+//	| field              | bytes                      | contiguous span it makes               |
+//	|--------------------|----------------------------|----------------------------------------|
+//	| key group          | 2, big-endian (< 0x8000)   | a key group (of every state)           |
+//	| state id           | uvarint                    | a state in a key group (Scan, Restore) |
+//	| key                | framed (9 bytes per 8)     | every namespace of a key (DeleteAll)   |
+//	| namespace          | framed; sub-keyed only     | one (key, namespace): a value, a list, |
+//	|                    |                            | a whole map (Clear)                    |
+//	| user key           | bytes, to the end          | a SortedMap range [lo, hi)             |
 //
-// Values, and lists, have no user key. Metadata sorts after all data, under
-// the prefix 0xff (no key group starts with it): 0xff 'c' holds the layout
-// version, maxParallelism and key-group range, 0xff 's' + uvarint id holds
-// the spec of state id. State ids are assigned by Register (and by Restore
-// for new states) in order and recorded with their specs, so a reused
-// directory (see below) knows its states; two bytes of prefix per entry
-// instead of the state's name.
+// Values, and lists, have no user key; keyed states, whose namespace is
+// always empty, have no namespace field. Metadata sorts after all data,
+// under the prefix 0xff (no key group starts with it): 0xff 'c' holds the
+// layout version, maxParallelism and key-group range, 0xff 's' + uvarint
+// id holds the spec of state id (its kind as storekit.KindCode, never
+// runtime.Kind's numbering). State ids are assigned by Register (and by
+// Restore for new states) in order and recorded with their specs, so a
+// reused directory (see below) knows its states; two bytes of prefix per
+// entry instead of the state's name. layout_test.go pins every byte.
 //
-// Keys, namespaces and user keys are prefix-free, order-preserving
-// encodings (runtime.KeyCodec), so their plain concatenation would already
-// be unique and correctly ordered. The key and namespace are nevertheless
-// length-prefixed (one byte below 128 bytes): the store must split a key
-// back into key, namespace and user key for Scan and Namespaces without
-// knowing the codecs, and the lengths make every span above exact even for
-// a hand-written codec that is not prefix-free. The user key, last, is not
-// prefixed, so entries of a map sort by user key and Range is one bounded
-// iterator. Every iteration (Iterate, Range, Namespaces, Scan, the restore
-// conflict check) uses an iterator bounded to its span, so Pebble never
-// reads past it.
+// The key and namespace are framed as package storekit lays out sorted
+// keys (shared with backends/btree): cut into groups of 8 bytes, the last
+// padded with zeros, each followed by a marker byte (the group's length in
+// the field, or 9 if the field goes on). The store must split a key back
+// into key, namespace and user key for Scan and Namespaces without knowing
+// the codecs, and the framing makes every span above exact for any bytes
+// while keeping bytewise order across lengths: keys and namespaces come
+// out in encoded order, the order of their values. (A length prefix,
+// which version 1 of the layout used, sorts by length first.) An 8-byte
+// key, an int64, takes 9 bytes, as a length prefix would. The user key,
+// last, is not framed, so entries of a map sort by user key and Range is
+// one bounded iterator. Every iteration (Iterate, Range, Namespaces, Scan,
+// the restore conflict check) uses an iterator bounded to its span, so
+// Pebble never reads past it.
 //
 // # Lists
 //

@@ -2,26 +2,25 @@ package pebble
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // The key layout (see the package doc for the table). Every data key is
 //
 //	key group (2 bytes, big-endian) | state id (uvarint)
-//	| len(key) (uvarint) | key | len(namespace) (uvarint) | namespace
+//	| framed key | framed namespace (sub-keyed states only)
 //	| user key (Map and SortedMap only)
 //
-// so that a key group, a state within it, all namespaces of a key, one
-// (key, namespace) — a value, a list or a whole map — and a SortedMap range
-// are each one contiguous span of Pebble's keyspace. Metadata lives under
+// in package storekit's sorted key layout, which backends/btree shares, so
+// that a key group, a state within it, all namespaces of a key, one (key,
+// namespace) — a value, a list or a whole map — and a SortedMap range are
+// each one contiguous span of Pebble's keyspace, and keys and namespaces
+// sort in encoded order whatever their lengths. Metadata lives under
 // metaPrefix, above every data key.
-
-// groupLen is the length of the key-group prefix of every data key.
-const groupLen = 2
 
 // metaPrefix starts every metadata key. Key groups are below 1<<15, so the
 // first byte of a data key is at most 0x7f and metadata sorts after all data.
@@ -34,94 +33,59 @@ var (
 )
 
 // layoutVersion is the version of the key layout and metadata encoding
-// recorded in a working directory.
-const layoutVersion = 1
+// recorded in a working directory. Version 1 (before storekit's framing)
+// length-prefixed keys and namespaces, and stored runtime.Kind's numbering;
+// this package refuses it (a working directory is rebuilt from a
+// checkpoint, never migrated).
+const layoutVersion = 2
 
 // maxStates bounds the number of states of one store, and so the state ids.
 const maxStates = 1 << 20
 
-// appendGroup appends the two-byte big-endian key group kg (< 1<<15).
-func appendGroup(dst []byte, kg int) []byte { return append(dst, byte(kg>>8), byte(kg)) }
-
-// appendField appends b preceded by its length as a uvarint. A uvarint is a
-// prefix-free code, so length-prefixed fields concatenate unambiguously.
-func appendField(dst, b []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(b)))
-	return append(dst, b...)
-}
-
 // appendStatePrefix appends the prefix of every key of state id in key
 // group kg.
 func appendStatePrefix(dst []byte, kg int, id uint64) []byte {
-	return binary.AppendUvarint(appendGroup(dst, kg), id)
+	return binary.AppendUvarint(storekit.AppendGroup(dst, kg), id)
 }
 
 // appendKeyPrefix appends the prefix of every key of (kg, id, key): all of
 // the key's namespaces.
 func appendKeyPrefix(dst []byte, kg int, id uint64, key []byte) []byte {
-	return appendField(appendStatePrefix(dst, kg, id), key)
+	return storekit.AppendKeyPrefix(appendStatePrefix(dst, kg, id), key)
 }
 
-// appendEntryKey appends the key of (kg, id, key, ns): the whole key of a
-// value or list, and the prefix of every entry of a map.
-func appendEntryKey(dst []byte, kg int, id uint64, key, ns []byte) []byte {
-	return appendField(appendKeyPrefix(dst, kg, id, key), ns)
-}
-
-// appendPrefixEnd appends the smallest byte string greater than every
-// string with prefix p, and reports false if there is none (p is empty or
-// all 0xff; never the case for data-key prefixes, whose first byte is below
-// 0x80).
-func appendPrefixEnd(dst, p []byte) ([]byte, bool) {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			dst = append(dst, p[:i+1]...)
-			dst[len(dst)-1]++
-			return dst, true
-		}
-	}
-	return dst, false
+// appendEntryKey appends the key of (kg, id, key, ns) in a state that is
+// sub-keyed or not: the whole key of a value or list, and the prefix of
+// every entry of a map.
+func appendEntryKey(dst []byte, kg int, id uint64, key, ns []byte, subKeyed bool) []byte {
+	return storekit.AppendEntry(appendStatePrefix(dst, kg, id), key, ns, subKeyed)
 }
 
 // errBadKey reports a data key or list value the store did not write: a
 // bug or a damaged working directory, reported as an error, never a panic.
-var errBadKey = errors.New("malformed key or value in the working directory")
-
-// readField splits a length-prefixed field off the front of b.
-func readField(b []byte) (field, rest []byte, ok bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return nil, nil, false
-	}
-	end := w + int(n)
-	return b[w:end:end], b[end:], true
-}
+var errBadKey = fmt.Errorf("%w in the working directory", storekit.ErrBadLayout)
 
 // splitEntry splits the part of a data key after its state prefix into the
-// key, the namespace and the user key (empty for values and lists). The
-// slices alias k and are capped.
-func splitEntry(k []byte) (key, ns, uk []byte, err error) {
-	key, rest, ok := readField(k)
-	if !ok {
-		return nil, nil, nil, errBadKey
+// key, the namespace and the user key (empty for values and lists), as
+// storekit.SplitEntry does (long fields are decoded into scratch).
+func splitEntry(k []byte, subKeyed bool, scratch []byte) (key, ns, uk, scratchOut []byte, err error) {
+	key, ns, uk, scratch, err = storekit.SplitEntry(k, subKeyed, scratch)
+	if err != nil {
+		return nil, nil, nil, scratch, errBadKey
 	}
-	ns, uk, ok = readField(rest)
-	if !ok {
-		return nil, nil, nil, errBadKey
-	}
-	return key, ns, uk[:len(uk):len(uk)], nil
+	return key, ns, uk, scratch, nil
 }
 
 // List values. A list is stored under its entry key as the concatenation of
-// its elements, each preceded by its length as a uvarint. Add writes the
-// new elements, encoded the same way, as a Pebble merge operand, and the
-// merge operator (listMerger) concatenates operands: a read folds them into
-// one encoded list.
+// its elements, each preceded by its length as a uvarint (storekit's list
+// encoding). Add writes the new elements, encoded the same way, as a Pebble
+// merge operand, and the merge operator (listMerger) concatenates operands:
+// a read folds them into one encoded list.
 
 // appendElems appends the encoding of elems.
 func appendElems(dst []byte, elems [][]byte) []byte {
 	for _, e := range elems {
-		dst = appendField(dst, e)
+		dst = storekit.AppendElem(dst, e)
 	}
 	return dst
 }
@@ -129,15 +93,8 @@ func appendElems(dst []byte, elems [][]byte) []byte {
 // eachElem calls fn with every element of an encoded list until fn returns
 // false. It fails if list is malformed.
 func eachElem(list []byte, fn func(elem []byte) bool) error {
-	for len(list) > 0 {
-		elem, rest, ok := readField(list)
-		if !ok {
-			return errBadKey
-		}
-		if !fn(elem) {
-			return nil
-		}
-		list = rest
+	if storekit.EachElem(list, fn) != nil {
+		return errBadKey
 	}
 	return nil
 }
@@ -178,16 +135,15 @@ func stateMetaKey(id uint64) []byte {
 }
 
 func encodeSpec(spec runtime.StateSpec) []byte {
-	b := []byte{byte(spec.Kind), 0}
+	b := []byte{storekit.KindCode(spec.Kind), 0}
 	if spec.SubKeyed {
 		b[1] = 1
 	}
-	b = appendField(b, []byte(spec.Name))
-	b = appendField(b, []byte(spec.Fingerprint))
+	b = storekit.AppendElem(b, []byte(spec.Name))
+	b = storekit.AppendElem(b, []byte(spec.Fingerprint))
 	if spec.Schema != "" {
-		// Directories written before schemas were recorded end after the
-		// fingerprint; the schema is optional on read.
-		b = appendField(b, []byte(spec.Schema))
+		// The schema is optional: a hand-written descriptor may have none.
+		b = storekit.AppendElem(b, []byte(spec.Schema))
 	}
 	return b
 }
@@ -199,18 +155,18 @@ func decodeSpec(b []byte) (runtime.StateSpec, error) {
 	if len(b) < 2 || b[1] > 1 {
 		return bad("bad header")
 	}
-	spec := runtime.StateSpec{Kind: runtime.Kind(b[0]), SubKeyed: b[1] == 1}
-	name, rest, ok := readField(b[2:])
+	spec := runtime.StateSpec{Kind: storekit.KindOfCode(b[0]), SubKeyed: b[1] == 1}
+	name, rest, ok := storekit.ReadElem(b[2:])
 	if !ok {
 		return bad("truncated name")
 	}
-	fp, rest, ok := readField(rest)
+	fp, rest, ok := storekit.ReadElem(rest)
 	if !ok || !utf8.Valid(fp) {
 		return bad("bad fingerprint")
 	}
 	var schema []byte
 	if len(rest) > 0 {
-		if schema, rest, ok = readField(rest); !ok || len(rest) != 0 || !utf8.Valid(schema) {
+		if schema, rest, ok = storekit.ReadElem(rest); !ok || len(rest) != 0 || !utf8.Valid(schema) {
 			return bad("bad schema")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // TestKeyLayout pins the key layout of the package doc, byte for byte: a
@@ -16,13 +17,30 @@ func TestKeyLayout(t *testing.T) {
 		got  []byte
 		want string
 	}{
-		{"value, keyed", appendEntryKey(nil, 0x0102, 3, []byte("k1"), nil), "0102" + "03" + "02" + "6b31" + "00"},
-		{"list, sub-keyed", appendEntryKey(nil, 127, 200, []byte("k"), []byte("ns")), "007f" + "c801" + "01" + "6b" + "02" + "6e73"},
-		{"map entry", append(appendEntryKey(nil, 5, 0, []byte{}, []byte{}), "uk"...), "0005" + "00" + "00" + "00" + "756b"},
-		{"key prefix (all namespaces)", appendKeyPrefix(nil, 5, 1, []byte("k")), "0005" + "01" + "01" + "6b"},
+		// A keyed value: key group, state id, the framed key (one group:
+		// the key padded to 8 bytes, then the marker 2, its length); no
+		// namespace.
+		{"value, keyed", appendEntryKey(nil, 0x0102, 3, []byte("k1"), nil, false), "0102" + "03" + "6b31000000000000" + "02"},
+		// A sub-keyed list: the framed namespace follows the key.
+		{"list, sub-keyed", appendEntryKey(nil, 127, 200, []byte("k"), []byte("ns"), true), "007f" + "c801" + "6b00000000000000" + "01" + "6e73000000000000" + "02"},
+		// A key of 8 bytes fills its group (marker 8); of 9, it continues
+		// (marker 9) into a second group.
+		{"8-byte key", appendEntryKey(nil, 1, 0, []byte("12345678"), nil, false), "0001" + "00" + "3132333435363738" + "08"},
+		{"9-byte key", appendEntryKey(nil, 1, 0, []byte("123456789"), nil, false), "0001" + "00" + "3132333435363738" + "09" + "3900000000000000" + "01"},
+		// A map entry: the user key follows, unframed.
+		{"map entry", append(appendEntryKey(nil, 5, 0, []byte{}, []byte{}, true), "uk"...), "0005" + "00" + "0000000000000000" + "00" + "0000000000000000" + "00" + "756b"},
+		{"key prefix (all namespaces)", appendKeyPrefix(nil, 5, 1, []byte("k")), "0005" + "01" + "6b00000000000000" + "01"},
 		{"state prefix (a key group of a state)", appendStatePrefix(nil, 32767, 0), "7fff" + "00"},
 		{"store metadata", metaConfigKey, "ff63"},
 		{"state metadata", stateMetaKey(129), "ff73" + "8101"},
+		{"store metadata value", encodeStoreMeta(storeMeta{version: layoutVersion, maxParallelism: 128, groups: runtime.KeyGroupRange{Start: 0, End: 64}}), "02" + "8001" + "00" + "40"},
+		// A state's spec: the kind code (storekit's, not runtime.Kind's
+		// numbering), sub-keyed, then the length-prefixed name,
+		// fingerprint and schema.
+		{"spec of a value", encodeSpec(runtime.StateSpec{Name: "a", Kind: runtime.KindValue}), "01" + "00" + "0161" + "00"},
+		{"spec of a list", encodeSpec(runtime.StateSpec{Name: "l", Kind: runtime.KindList, SubKeyed: true, Fingerprint: "f"}), "02" + "01" + "016c" + "0166"},
+		{"spec of a map", encodeSpec(runtime.StateSpec{Name: "m", Kind: runtime.KindMap, Schema: "s"}), "03" + "00" + "016d" + "00" + "0173"},
+		{"spec of a sorted map", encodeSpec(runtime.StateSpec{Name: "s", Kind: runtime.KindSortedMap}), "04" + "00" + "0173" + "00"},
 	} {
 		if got := hex.EncodeToString(tc.got); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
@@ -48,7 +66,7 @@ func TestSpansAreContiguous(t *testing.T) {
 			for _, k := range keys {
 				for _, ns := range keys {
 					for _, uk := range keys {
-						full := append(appendEntryKey(nil, kg, id, k, ns), uk...)
+						full := append(appendEntryKey(nil, kg, id, k, ns, true), uk...)
 						entries = append(entries, entry{kg: kg, id: id, key: k, ns: ns, full: full})
 					}
 				}
@@ -56,7 +74,7 @@ func TestSpansAreContiguous(t *testing.T) {
 		}
 	}
 	in := func(k, p []byte) bool {
-		end, ok := appendPrefixEnd(nil, p)
+		end, ok := storekit.AppendPrefixEnd(nil, p)
 		return ok && bytes.Compare(k, p) >= 0 && bytes.Compare(k, end) < 0
 	}
 	for _, e := range entries {
@@ -69,7 +87,7 @@ func TestSpansAreContiguous(t *testing.T) {
 			{"key's namespaces", appendKeyPrefix(nil, e.kg, e.id, e.key), func(o entry) bool {
 				return o.kg == e.kg && o.id == e.id && bytes.Equal(o.key, e.key)
 			}},
-			{"(key, namespace)", appendEntryKey(nil, e.kg, e.id, e.key, e.ns), func(o entry) bool {
+			{"(key, namespace)", appendEntryKey(nil, e.kg, e.id, e.key, e.ns, true), func(o entry) bool {
 				return o.kg == e.kg && o.id == e.id && bytes.Equal(o.key, e.key) && bytes.Equal(o.ns, e.ns)
 			}},
 		} {
@@ -84,7 +102,7 @@ func TestSpansAreContiguous(t *testing.T) {
 	// Every data key splits back into its parts.
 	for _, e := range entries {
 		p := appendStatePrefix(nil, e.kg, e.id)
-		k, ns, _, err := splitEntry(e.full[len(p):])
+		k, ns, _, _, err := splitEntry(e.full[len(p):], true, nil)
 		if err != nil || !bytes.Equal(k, e.key) || !bytes.Equal(ns, e.ns) {
 			t.Fatalf("splitEntry(%x) = %x, %x, %v", e.full, k, ns, err)
 		}

@@ -24,6 +24,8 @@ import (
 	"testing"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
+
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 const benchListLen = 4
@@ -39,7 +41,7 @@ type mergeLists struct {
 }
 
 func (m *mergeLists) add(key, elem []byte) error {
-	m.buf = appendField(m.buf[:0], elem)
+	m.buf = storekit.AppendElem(m.buf[:0], elem)
 	return m.db.Merge(key, m.buf, pebbledb.NoSync)
 }
 
@@ -64,7 +66,7 @@ type perElemLists struct {
 
 func (p *perElemLists) bounds(key []byte) *pebbledb.IterOptions {
 	p.lo = append(p.lo[:0], key...)
-	p.hi, _ = appendPrefixEnd(p.hi[:0], key)
+	p.hi, _ = storekit.AppendPrefixEnd(p.hi[:0], key)
 	return &pebbledb.IterOptions{LowerBound: p.lo, UpperBound: p.hi}
 }
 
@@ -125,7 +127,7 @@ func benchListKeys(n int) [][]byte {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i, p := range r.Perm(n) {
 		k := binary.BigEndian.AppendUint64(nil, uint64(p)^1<<63)
-		keys[i] = appendEntryKey(nil, p%128, 0, k, nil)
+		keys[i] = appendEntryKey(nil, p%128, 0, k, nil, false)
 	}
 	return keys
 }

@@ -9,6 +9,7 @@ import (
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	srt "github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // stateRef is a state as a snapshot sees it.
@@ -164,7 +165,7 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) (err err
 		}
 	}()
 	lo := appendStatePrefix(make([]byte, 0, 16), kg, ref.id)
-	hi, _ := appendPrefixEnd(make([]byte, 0, 16), lo)
+	hi, _ := storekit.AppendPrefixEnd(make([]byte, 0, 16), lo)
 	it, err := ps.NewIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("pebble: snapshot %d: state %q, key group %d: %w", sn.sh.seq, name, kg, err)
@@ -178,11 +179,13 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) (err err
 		return fmt.Errorf("pebble: snapshot %d: state %q, key group %d: %w", sn.sh.seq, name, kg, err)
 	}
 	kind := ref.spec.Kind
+	var scratch []byte // for keys and namespaces longer than a framing group
 	for ok := it.First(); ok; ok = it.Next() {
 		if sn.sh.isReleased() {
 			return fmt.Errorf("%w: snapshot %d released during a Scan of state %q", srt.ErrReleased, sn.sh.seq, name)
 		}
-		key, ns, uk, perr := splitEntry(it.Key()[len(lo):])
+		key, ns, uk, sc, perr := splitEntry(it.Key()[len(lo):], ref.spec.SubKeyed, scratch[:0])
+		scratch = sc
 		if perr != nil {
 			return bad(perr)
 		}

@@ -54,7 +54,7 @@ func (st *state) wrap(k runtime.Key, err error) error {
 // buffer, valid until the next point operation.
 func (st *state) entryKey(k runtime.Key) []byte {
 	s := st.s
-	s.kbuf = appendEntryKey(s.kbuf[:0], k.Group(), st.id, k.Bytes(), k.Namespace())
+	s.kbuf = appendEntryKey(s.kbuf[:0], k.Group(), st.id, k.Bytes(), k.Namespace(), st.spec.SubKeyed)
 	return s.kbuf
 }
 
@@ -62,7 +62,7 @@ func (st *state) entryKey(k runtime.Key) []byte {
 // entryKey.
 func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	s := st.s
-	s.kbuf = append(appendEntryKey(s.kbuf[:0], k.Group(), st.id, k.Bytes(), k.Namespace()), uk...)
+	s.kbuf = append(appendEntryKey(s.kbuf[:0], k.Group(), st.id, k.Bytes(), k.Namespace(), st.spec.SubKeyed), uk...)
 	return s.kbuf
 }
 
@@ -117,7 +117,7 @@ func (st *state) delPrefix(k runtime.Key, p []byte) error {
 	s := st.s
 	buf := s.takeBuf()
 	buf = append(buf, p...)
-	buf, _ = appendPrefixEnd(buf, buf) // never false: p starts with a key group
+	buf, _ = storekit.AppendPrefixEnd(buf, buf) // never false: p starts with a key group
 	err := s.write(func() error { return s.db.DeleteRange(buf[:len(p)], buf[len(p):], s.wo) })
 	s.giveBuf(buf)
 	if err != nil {
@@ -171,8 +171,8 @@ func (st *state) closeIter(k runtime.Key, it *pebbledb.Iterator, err error) erro
 	return err
 }
 
-// Namespaces implements runtime.State. Namespaces come in key order: by
-// length, then bytewise. For maps, it seeks past each namespace's entries.
+// Namespaces implements runtime.State. Namespaces come in encoded order
+// (the keys' order). For maps, it seeks past each namespace's entries.
 func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) {
 	if err := st.check(k, false); err != nil {
 		return err
@@ -183,7 +183,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 	s := st.s
 	buf := appendKeyPrefix(s.takeBuf(), k.Group(), st.id, k.Bytes())
 	pl := len(buf)
-	buf, _ = appendPrefixEnd(buf, buf[:pl])
+	buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
 	el := len(buf)
 	it, err := st.iter(k, buf[:pl], buf[pl:el])
 	if err != nil {
@@ -195,10 +195,18 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 		s.giveBuf(buf)
 	}()
 	skip := st.spec.Kind.HasUserKey()
+	var nsBuf []byte // for namespaces longer than a framing group
 	for ok := it.First(); ok; {
 		key := it.Key()
-		ns, rest, fok := readField(key[pl:])
-		if !fok {
+		if !st.spec.SubKeyed {
+			// A keyed state's keys have no namespace: the key has an
+			// entry, in the empty namespace.
+			fn(nil)
+			return nil
+		}
+		ns, rest, sc, ferr := storekit.ReadFramed(key[pl:], nsBuf[:0])
+		nsBuf = sc
+		if ferr != nil {
 			return st.wrap(k, errBadKey)
 		}
 		if !fn(ns) {
@@ -210,7 +218,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 		}
 		// Skip the other entries of this namespace's map.
 		var more bool
-		buf, more = appendPrefixEnd(buf[:el], key[:len(key)-len(rest)])
+		buf, more = storekit.AppendPrefixEnd(buf[:el], key[:len(key)-len(rest)])
 		if !more {
 			break
 		}
@@ -278,7 +286,7 @@ func (l listState) Add(k runtime.Key, elem []byte) error {
 		return err
 	}
 	s := l.s
-	s.wbuf = appendField(s.wbuf[:0], elem)
+	s.wbuf = storekit.AppendElem(s.wbuf[:0], elem)
 	return l.merge(k, l.entryKey(k), s.wbuf)
 }
 
@@ -355,12 +363,12 @@ func (m mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(user
 		return nil
 	}
 	s := m.s
-	buf := appendEntryKey(s.takeBuf(), k.Group(), m.id, k.Bytes(), k.Namespace())
+	buf := appendEntryKey(s.takeBuf(), k.Group(), m.id, k.Bytes(), k.Namespace(), m.spec.SubKeyed)
 	pl := len(buf)
 	buf = append(buf, lo...)
 	ll := len(buf)
 	if hi == nil {
-		buf, _ = appendPrefixEnd(buf, buf[:pl])
+		buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
 	} else {
 		buf = append(append(buf, buf[:pl]...), hi...)
 	}

@@ -229,7 +229,8 @@ func (s *Store) loadMeta(existing bool) error {
 	}
 	switch {
 	case got.version != layoutVersion:
-		return fmt.Errorf("%w: layout version %d, this package writes %d", ErrNotStoreDir, got.version, layoutVersion)
+		return fmt.Errorf("%w: layout version %d, this package reads and writes only version %d: restore the state from a checkpoint into a new directory",
+			ErrNotStoreDir, got.version, layoutVersion)
 	case got.maxParallelism != s.cfg.MaxParallelism:
 		return fmt.Errorf("%w: %w: the directory's store has maxParallelism %d, the new store %d",
 			ErrNotStoreDir, runtime.ErrMaxParallelismMismatch, got.maxParallelism, s.cfg.MaxParallelism)
@@ -245,12 +246,12 @@ func (s *Store) loadMeta(existing bool) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	if s.cfg.KeyGroups.Start > 0 {
-		if err := b.DeleteRange(appendGroup(nil, 0), appendGroup(nil, s.cfg.KeyGroups.Start), nil); err != nil {
+		if err := b.DeleteRange(storekit.AppendGroup(nil, 0), storekit.AppendGroup(nil, s.cfg.KeyGroups.Start), nil); err != nil {
 			return err
 		}
 	}
 	if s.cfg.KeyGroups.End < s.cfg.MaxParallelism {
-		if err := b.DeleteRange(appendGroup(nil, s.cfg.KeyGroups.End), []byte{metaPrefix}, nil); err != nil {
+		if err := b.DeleteRange(storekit.AppendGroup(nil, s.cfg.KeyGroups.End), []byte{metaPrefix}, nil); err != nil {
 			return err
 		}
 	}
@@ -262,7 +263,7 @@ func (s *Store) loadMeta(existing bool) error {
 
 // loadStates registers the states recorded in a reused database.
 func (s *Store) loadStates() error {
-	end, _ := appendPrefixEnd(nil, metaStatePfx)
+	end, _ := storekit.AppendPrefixEnd(nil, metaStatePfx)
 	it, err := s.db.NewIter(&pebbledb.IterOptions{LowerBound: metaStatePfx, UpperBound: end})
 	if err != nil {
 		return err
@@ -451,7 +452,7 @@ func (s *Store) target(it *pebbledb.Iterator) storekit.Target {
 // bounds holds the iterator's bounds, reused from call to call.
 func occupied(it *pebbledb.Iterator, bounds *[2][]byte, st *state, kg int) (bool, error) {
 	bounds[0] = appendStatePrefix(bounds[0][:0], kg, st.id)
-	bounds[1], _ = appendPrefixEnd(bounds[1][:0], bounds[0])
+	bounds[1], _ = storekit.AppendPrefixEnd(bounds[1][:0], bounds[0])
 	it.SetBounds(bounds[0], bounds[1])
 	if it.First() {
 		return true, nil
@@ -493,17 +494,17 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 			if err := storekit.CheckEntry(spec, kg, runtime.KeyGroupOfHash(runtime.HashKey(e.Key), s.cfg.MaxParallelism), e); err != nil {
 				return err
 			}
-			s.kbuf = appendEntryKey(s.kbuf[:0], kg, st.id, e.Key, e.Namespace)
+			s.kbuf = appendEntryKey(s.kbuf[:0], kg, st.id, e.Key, e.Namespace, spec.SubKeyed)
 			if spec.Kind == runtime.KindList {
 				if pending && bytes.Equal(key, s.kbuf) {
-					list = appendField(list, e.Value)
+					list = storekit.AppendElem(list, e.Value)
 					return nil
 				}
 				if err := flushList(); err != nil {
 					return err
 				}
 				key = append(key[:0], s.kbuf...)
-				list = appendField(list[:0], e.Value)
+				list = storekit.AppendElem(list[:0], e.Value)
 				pending = true
 			} else {
 				if spec.Kind.HasUserKey() {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ const (
 	restoreDedupsStates
 	listCallbackUnguarded
 	trustsKeys
+	namespacesByLength
 )
 
 // flawed is a Model with one flaw.
@@ -204,6 +206,21 @@ func (v *flawedValue) Namespaces(k runtime.Key, fn func([]byte) bool) error {
 
 // flawedNamespaces reports the first namespace twice if the flaw says so.
 func flawedNamespaces(s *flawed, st runtime.State, k runtime.Key, fn func([]byte) bool) error {
+	if s.flaw == namespacesByLength {
+		// What btree and pebble once did: namespaces ordered by length,
+		// then bytewise, as length-prefixed fields sort.
+		var nss [][]byte
+		if err := st.Namespaces(k, func(ns []byte) bool { nss = append(nss, bytes.Clone(ns)); return true }); err != nil {
+			return err
+		}
+		slices.SortFunc(nss, func(a, b []byte) int { return cmp.Or(len(a)-len(b), bytes.Compare(a, b)) })
+		for _, ns := range nss {
+			if !fn(ns) {
+				break
+			}
+		}
+		return nil
+	}
 	if s.flaw != namespacesRepeats {
 		return st.Namespaces(k, fn)
 	}
@@ -346,11 +363,12 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"RestoreDedupsStates", restoreDedupsStates, []string{"Contract/RestoreBadViews"}},
 		{"ListCallbackUnguarded", listCallbackUnguarded, []string{"Contract/WriteDuringIteration"}},
 		{"TrustsKeys", trustsKeys, []string{"Contract/KeysNotMade"}},
+		{"NamespacesByLength", namespacesByLength, []string{"Contract/Order"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, path := range c.checks {
-				err := runCheck(t, newFlawed(c.flaw), path)
+				err := runCheck(t, newFlawed(c.flaw), path, Sorted())
 				if err == nil {
 					t.Errorf("check %s passed a store whose flaw it must catch", path)
 					continue

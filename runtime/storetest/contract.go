@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +30,7 @@ func contractChecks() []check {
 		{"CopiesInputs", checkCopiesInputs},
 		{"KeyGroupNotOwned", checkKeyGroupNotOwned},
 		{"KeysNotMade", checkKeysNotMade},
+		{"Order", checkOrder},
 		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
 		{"Closed", checkClosed},
 		{"Snapshot", checkSnapshot},
@@ -648,6 +650,88 @@ func checkKeysNotMade(e *env) {
 				})
 			}
 			expectEq(name(st)+" after failed operations on keys not made for the store", before, readAll(st, good))
+		}
+	}
+}
+
+// orderFields are keys, namespaces and user keys of many widths — empty,
+// one byte, around the 8 bytes a length or framing group often takes, and
+// longer — whose bytewise order differs from their order by length.
+var orderFields = []string{
+	"", "\x00", "\x00\x00", "a", "a\x00", "aa", "ab", "b", "\xff", "\xff\xff",
+	"1234567", "12345678", "123456789", "12345678\x00", "1234567812345678", "12345678123456789",
+	"session-9", "session-10", "session-100", strings.Repeat("z", 40),
+}
+
+// checkOrder: a sorted store (Sorted) yields a key's namespaces, and a
+// snapshot's entries, in encoded order for keys, namespaces and user keys
+// of every width; any store yields each exactly once.
+func checkOrder(e *env) {
+	const maxP = 1 // one key group: every key in it
+	s := e.newStore(runtime.StoreConfig{MaxParallelism: maxP})
+	sortedFields := slices.Clone(orderFields)
+	slices.Sort(sortedFields)
+	var states []runtime.State
+	for _, kind := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("order", kind, sub))
+			states = append(states, st)
+			nss := []string{""}
+			if sub {
+				nss = orderFields
+			}
+			// Write in an order that is neither sorted nor by length.
+			for i := range orderFields {
+				k := orderFields[(i*7)%len(orderFields)]
+				for j := range nss {
+					ns := nss[(j*3)%len(nss)]
+					rk := runtime.MakeKey([]byte(k), []byte(ns), maxP)
+					switch kind {
+					case runtime.KindValue:
+						putValue(st, rk, []byte("v"))
+					case runtime.KindList:
+						must(st.(runtime.ListState).AddAll(rk, [][]byte{[]byte("1"), []byte("2")}), "AddAll")
+					default:
+						for u := range 3 {
+							putMap(st, rk, []byte(orderFields[(i+j+5*u)%len(orderFields)]), []byte("v"))
+						}
+					}
+				}
+			}
+			rk := runtime.MakeKey([]byte("12345678"), nil, maxP)
+			var got []string
+			must(st.Namespaces(rk, func(ns []byte) bool { got = append(got, string(ns)); return true }), "Namespaces")
+			want := []string{""}
+			if sub {
+				want = sortedFields
+			}
+			if !e.o.sorted {
+				slices.Sort(got)
+			}
+			expectEq(name(st)+".Namespaces of namespaces of many widths (in encoded order on a sorted store)", want, got)
+		}
+	}
+	snap, err := s.Snapshot()
+	must(err, "Snapshot")
+	defer func() { must(snap.Release(), "Release") }()
+	for _, st := range states {
+		type entry struct{ k, ns, uk string }
+		var got []entry
+		must(snap.Scan(name(st), 0, func(en runtime.Entry) error {
+			got = append(got, entry{string(en.Key), string(en.Namespace), string(en.UserKey)})
+			return nil
+		}), "Scan")
+		order := func(a, b entry) int { return cmp.Or(strings.Compare(a.k, b.k), strings.Compare(a.ns, b.ns), strings.Compare(a.uk, b.uk)) }
+		if !e.o.sorted {
+			slices.SortStableFunc(got, order)
+		}
+		for i := 1; i < len(got); i++ {
+			c := order(got[i-1], got[i])
+			if c > 0 || c == 0 && st.Spec().Kind != runtime.KindList {
+				fail("%s: Scan yields (key %q, namespace %q, user key %q) before (key %q, namespace %q, user key %q)%s",
+					name(st), got[i-1].k, got[i-1].ns, got[i-1].uk, got[i].k, got[i].ns, got[i].uk,
+					map[bool]string{true: ": a sorted store yields entries in encoded order", false: " twice"}[c > 0])
+			}
 		}
 	}
 }

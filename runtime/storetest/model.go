@@ -301,6 +301,7 @@ func (s *stateCore) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 			nss = append(nss, ck.ns)
 		}
 	}
+	slices.Sort(nss) // the model is a sorted store (storetest.Sorted)
 	for _, ns := range nss {
 		b := []byte(ns)
 		more := s.m.callback(func() bool { return fn(b) })

@@ -19,7 +19,7 @@ func TestModel(t *testing.T) {
 			tb.Fatal(err)
 		}
 		return m
-	})
+	}, storetest.Sorted())
 }
 
 func newModel(t *testing.T, cfg runtime.StoreConfig) *storetest.Model {

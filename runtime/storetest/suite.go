@@ -44,6 +44,7 @@ type options struct {
 	scale   float64
 	seed    uint64
 	hasSeed bool
+	sorted  bool
 }
 
 // WithSnapshotCodec routes every snapshot that the suite restores or reads
@@ -66,6 +67,16 @@ func WithScale(factor float64) Option {
 // STATEGEN_SEED=<n> overrides it, to replay a logged failure.
 func WithSeed(seed uint64) Option {
 	return func(o *options) { o.seed, o.hasSeed = seed, true }
+}
+
+// Sorted declares that the store is a sorted backend (DESIGN.md §2): it
+// yields the namespaces of a key (Namespaces), and a snapshot's entries
+// in a key group (Scan), in encoded order — bytewise by key, then
+// namespace, then user key — whatever their widths. The step
+// Contract/Order then checks the order; without Sorted it checks only that
+// each is yielded once.
+func Sorted() Option {
+	return func(o *options) { o.sorted = true }
 }
 
 // Run runs the conformance suite against the stores that factory makes.
