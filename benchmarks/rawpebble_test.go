@@ -225,7 +225,7 @@ func (s rawPebbleSnapshot) scan() (entries, size int64, err error) {
 		}
 		for ok := it.First(); ok; ok = it.Next() {
 			key := it.Key()
-			_, w := binary.Uvarint(key[2:]) // state id
+			_, w := binary.Uvarint(key[2:])         // state id
 			keyBytes := int64(len(key) - 2 - w - 1) // less the key's framing marker
 			v, err := it.ValueAndErr()
 			if err != nil {

@@ -721,7 +721,9 @@ func checkOrder(e *env) {
 			got = append(got, entry{string(en.Key), string(en.Namespace), string(en.UserKey)})
 			return nil
 		}), "Scan")
-		order := func(a, b entry) int { return cmp.Or(strings.Compare(a.k, b.k), strings.Compare(a.ns, b.ns), strings.Compare(a.uk, b.uk)) }
+		order := func(a, b entry) int {
+			return cmp.Or(strings.Compare(a.k, b.k), strings.Compare(a.ns, b.ns), strings.Compare(a.uk, b.uk))
+		}
 		if !e.o.sorted {
 			slices.SortStableFunc(got, order)
 		}
