@@ -64,6 +64,8 @@ var (
 	// ErrWriteDuringIteration reports a write to a store — a Put, Add,
 	// Delete, Clear, a Register of a new state, a Restore — made from
 	// inside the callback of one of its iterations (an All, Keys, Values,
-	// Range or Namespaces loop), which every backend refuses.
+	// Range, Namespaces or Edit loop), which every backend refuses. To
+	// delete or replace the map entry being visited, iterate with Edit
+	// (MapState.Edit, the map handles' Edit and EditRange).
 	ErrWriteDuringIteration = errors.New("stategen: write from inside an iteration of the same store")
 )

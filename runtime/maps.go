@@ -1,5 +1,7 @@
 package runtime
 
+import "fmt"
+
 // MapDescriptor describes a keyed Map or SortedMap state: a map of user key
 // UK to V per key K.
 type MapDescriptor[K, UK, V any] struct {
@@ -203,6 +205,59 @@ func (h *mapHandle[K, N, UK, V]) edge(k K, n N, last bool) (MapEntry[UK, V], boo
 	return MapEntry[UK, V]{}, false, nil
 }
 
+// edit is the Edit and EditRange of the map handles: the store's Edit (or
+// EditRange, when lo or hi bounds the user keys), with each entry decoded
+// for fn and a replaced value encoded.
+func (h *mapHandle[K, N, UK, V]) edit(k K, n N, lo, hi *UK, fn func(uk UK, v *V) (EditAction, error)) error {
+	if fn == nil {
+		return h.errorf("edit", fmt.Errorf("nil callback"))
+	}
+	key := h.key(k, n)
+	var lob, hib []byte
+	if lo != nil {
+		lob = userKey(&h.buf, h.ukc, *lo)
+	}
+	if hi != nil {
+		if hib = userKey(&h.buf, h.ukc, *hi); hib == nil {
+			hib = []byte{}
+		}
+	}
+	defer h.give(h.take())
+	var vbuf []byte // fn may read through this handle, which reuses h.vbuf
+	var ferr error
+	cb := func(ukb, vb []byte) (MapEdit, error) {
+		uk, err := decodeKeyAll(h.ukc, ukb)
+		if err != nil {
+			ferr = h.errorf("decode user key", err)
+			return MapEdit{}, ferr
+		}
+		v, err := decodeAll(h.vc, vb)
+		if err != nil {
+			ferr = h.errorf("decode value", err)
+			return MapEdit{}, ferr
+		}
+		act, err := fn(uk, &v)
+		if act == EditReplace {
+			vbuf = h.vc.AppendValue(vbuf[:0], v)
+			return MapEdit{Action: act, Value: vbuf}, err
+		}
+		return MapEdit{Action: act}, err
+	}
+	var err error
+	if lo == nil && hi == nil {
+		err = h.st.Edit(key, cb)
+	} else {
+		err = h.sorted.EditRange(key, lob, hib, false, cb)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case ferr != nil:
+		return ferr
+	}
+	return h.errorf("edit", err)
+}
+
 // Map is a handle on a keyed map state: a map of user key UK to V per key K,
 // iterated in unspecified order. A map with no entries does not exist. The
 // zero Map is unbound and every method returns ErrUnbound.
@@ -254,6 +309,29 @@ func (m Map[K, UK, V]) All(k K) Seq[MapEntry[UK, V]] {
 		return unboundSeq[MapEntry[UK, V]]
 	}
 	return m.h.scan(k, noNS{}, decodeBoth, nil, nil, false)
+}
+
+// Edit visits the entries of k's map, as All does, and fn says what
+// becomes of each: EditKeep, EditDelete, or EditReplace with the value fn
+// left in *v — Flink's iterator.remove and entry.setValue. It is the one
+// way to change a map while iterating it (a Put or Delete from inside All
+// fails with ErrWriteDuringIteration). fn sees the map as it was (reads
+// from fn included); the edits apply when the walk ends, before Edit
+// returns. fn returning StopEdit ends the walk, and its edits so far
+// apply; any other error ends it, and Edit returns it and applies none.
+//
+//	// Drop the sessions that ended before the watermark, shorten the rest.
+//	err := st.Sessions.Edit(user, func(id int64, s *Session) (runtime.EditAction, error) {
+//		if s.End < watermark {
+//			return runtime.EditDelete, nil
+//		}
+//		return runtime.EditKeep, nil
+//	})
+func (m Map[K, UK, V]) Edit(k K, fn func(uk UK, v *V) (EditAction, error)) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.edit(k, noNS{}, nil, nil, fn)
 }
 
 // Keys yields the user keys of k's map.
@@ -347,6 +425,15 @@ func (m SubKeyedMap[K, N, UK, V]) All(k K, n N) Seq[MapEntry[UK, V]] {
 		return unboundSeq[MapEntry[UK, V]]
 	}
 	return m.h.scan(k, n, decodeBoth, nil, nil, false)
+}
+
+// Edit visits the entries of (k, n)'s map and applies what fn says of
+// each, as Map.Edit does.
+func (m SubKeyedMap[K, N, UK, V]) Edit(k K, n N, fn func(uk UK, v *V) (EditAction, error)) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.edit(k, n, nil, nil, fn)
 }
 
 // Keys yields the user keys of (k, n)'s map.
@@ -445,6 +532,24 @@ func (m SortedMap[K, UK, V]) Range(k K, from, to UK) Seq[MapEntry[UK, V]] {
 	return m.h.scan(k, noNS{}, decodeBoth, &from, &to, false)
 }
 
+// EditRange is Edit over the entries of k's map with from <= user key <
+// to, in ascending order (see Map.Edit).
+func (m SortedMap[K, UK, V]) EditRange(k K, from, to UK, fn func(uk UK, v *V) (EditAction, error)) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.edit(k, noNS{}, &from, &to, fn)
+}
+
+// EditBefore is Edit over the entries of k's map with user key < to, in
+// ascending order: the pruning of everything older than a bound.
+func (m SortedMap[K, UK, V]) EditBefore(k K, to UK, fn func(uk UK, v *V) (EditAction, error)) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.edit(k, noNS{}, nil, &to, fn)
+}
+
 // From yields the entries of k's map with user key >= from, ascending.
 func (m SortedMap[K, UK, V]) From(k K, from UK) Seq[MapEntry[UK, V]] {
 	if m.h == nil {
@@ -514,6 +619,24 @@ func (m SubKeyedSortedMap[K, N, UK, V]) Range(k K, n N, from, to UK) Seq[MapEntr
 		return unboundSeq[MapEntry[UK, V]]
 	}
 	return m.h.scan(k, n, decodeBoth, &from, &to, false)
+}
+
+// EditRange is Edit over the entries of (k, n)'s map with from <= user
+// key < to, in ascending order (see Map.Edit).
+func (m SubKeyedSortedMap[K, N, UK, V]) EditRange(k K, n N, from, to UK, fn func(uk UK, v *V) (EditAction, error)) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.edit(k, n, &from, &to, fn)
+}
+
+// EditBefore is Edit over the entries of (k, n)'s map with user key < to,
+// in ascending order.
+func (m SubKeyedSortedMap[K, N, UK, V]) EditBefore(k K, n N, to UK, fn func(uk UK, v *V) (EditAction, error)) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.edit(k, n, nil, &to, fn)
 }
 
 // From yields the entries of (k, n)'s map with user key >= from, ascending.

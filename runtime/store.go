@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -386,7 +387,44 @@ type MapState interface {
 	// for KindSortedMap. Slices are valid only during the call; fn must not
 	// modify the store.
 	Iterate(k Key, fn func(userKey, value []byte) bool) error
+	// Edit walks k's map as Iterate does, and fn says what becomes of each
+	// entry it visits: kept (the zero MapEdit), deleted, or given a new
+	// value — Flink's iterator.remove and entry.setValue. It is the one
+	// way to change a map while visiting it: any other write from fn fails
+	// with ErrWriteDuringIteration. fn sees the map as it was when Edit
+	// began (reads from fn included); the edits take effect in the order fn
+	// made them when the walk ends, before Edit returns. fn ends the walk
+	// early by returning StopEdit (its edit of that entry applies); any
+	// other error ends it too, and Edit returns the error and applies no
+	// edit, as when the walk itself fails.
+	Edit(k Key, fn func(userKey, value []byte) (MapEdit, error)) error
 }
+
+// StopEdit is returned by the callback of an Edit (MapState.Edit,
+// SortedMapState.EditRange and the map handles' Edit methods) to end the
+// walk early, as fs.SkipAll ends a WalkDir: the edits made so far apply,
+// that of the entry being visited included, and Edit returns nil.
+var StopEdit = errors.New("stategen: stop the edit")
+
+// MapEdit is what the callback of MapState.Edit does with the entry it
+// visits.
+type MapEdit struct {
+	// Action is EditKeep (the zero value), EditDelete or EditReplace.
+	Action EditAction
+	// Value is the entry's new value, for EditReplace. The store copies
+	// it: the caller may reuse its buffer.
+	Value []byte
+}
+
+// EditAction is the action of a MapEdit.
+type EditAction uint8
+
+// The actions of a MapEdit.
+const (
+	EditKeep    EditAction = iota // leave the entry as it is
+	EditDelete                    // remove the entry
+	EditReplace                   // set the entry's value to MapEdit.Value
+)
 
 // SortedMapState is a MapState whose entries are ordered by encoded user
 // key.
@@ -398,6 +436,8 @@ type SortedMapState interface {
 	// non-nil hi is an empty range); a nil or empty lo means no lower bound;
 	// lo >= hi is an empty range. The rules of Iterate apply.
 	Range(k Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error
+	// EditRange is Edit over the entries Range visits.
+	EditRange(k Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) (MapEdit, error)) error
 }
 
 // Entry is one entry of a state in a snapshot or checkpoint, as bytes:

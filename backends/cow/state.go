@@ -382,6 +382,11 @@ func (m mapState) Iterate(k runtime.Key, fn func(userKey, value []byte) bool) er
 	return m.scan(k, nil, nil, false, fn)
 }
 
+// Edit implements runtime.MapState.
+func (m mapState) Edit(k runtime.Key, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return storekit.EditMap(m, k, fn)
+}
+
 func (m mapState) scan(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
 	t, err := m.rtable(k, true)
 	if err != nil || t == nil {
@@ -407,4 +412,9 @@ type sortedMapState struct{ mapState }
 // Range implements runtime.SortedMapState.
 func (m sortedMapState) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
 	return m.scan(k, lo, hi, reverse, fn)
+}
+
+// EditRange implements runtime.SortedMapState.
+func (m sortedMapState) EditRange(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return storekit.EditRange(m, k, lo, hi, reverse, fn)
 }

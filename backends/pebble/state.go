@@ -349,6 +349,11 @@ func (m mapState) Iterate(k runtime.Key, fn func(userKey, value []byte) bool) er
 	return m.visit(k, nil, nil, false, fn, "Iterate")
 }
 
+// Edit implements runtime.MapState.
+func (m mapState) Edit(k runtime.Key, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return storekit.EditMap(m, k, fn)
+}
+
 // visit calls fn with the entries of k's map whose user key u satisfies
 // lo <= u < hi (see runtime.SortedMapState.Range), with an iterator
 // bounded by the map's span.
@@ -412,4 +417,9 @@ type sortedMapState struct{ mapState }
 // [map prefix + lo, map prefix + hi).
 func (m sortedMapState) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
 	return m.visit(k, lo, hi, reverse, fn, "Range")
+}
+
+// EditRange implements runtime.SortedMapState.
+func (m sortedMapState) EditRange(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return storekit.EditRange(m, k, lo, hi, reverse, fn)
 }

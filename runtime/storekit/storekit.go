@@ -25,6 +25,7 @@
 package storekit
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/stategen/stategen/runtime"
@@ -189,4 +190,89 @@ func keyError(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k runtime.Key) 
 	}
 	return fmt.Errorf("%w: state %q is keyed, not sub-keyed: namespace %x must be empty",
 		runtime.ErrInvalidKey, spec.Name, k.Namespace())
+}
+
+// EditMap is MapState.Edit for a backend whose map state is m: a backend's
+// Edit is
+//
+//	func (m mapState) Edit(k runtime.Key, fn ...) error { return storekit.EditMap(m, k, fn) }
+func EditMap(m runtime.MapState, k runtime.Key, fn func(uk, v []byte) (runtime.MapEdit, error)) error {
+	return Edit(m.Spec().Name, func(f func(uk, v []byte) bool) error { return m.Iterate(k, f) },
+		func(uk []byte) error { return m.Delete(k, uk) }, func(uk, v []byte) error { return m.Put(k, uk, v) }, fn)
+}
+
+// EditRange is SortedMapState.EditRange for a backend whose sorted map
+// state is m, as EditMap is Edit.
+func EditRange(m runtime.SortedMapState, k runtime.Key, lo, hi []byte, reverse bool, fn func(uk, v []byte) (runtime.MapEdit, error)) error {
+	return Edit(m.Spec().Name, func(f func(uk, v []byte) bool) error { return m.Range(k, lo, hi, reverse, f) },
+		func(uk []byte) error { return m.Delete(k, uk) }, func(uk, v []byte) error { return m.Put(k, uk, v) }, fn)
+}
+
+// Edit runs a MapState.Edit (or SortedMapState.EditRange) for a backend:
+// walk visits the entries (the backend's Iterate or Range, which guards
+// the walk against writes as usual), fn says what becomes of each, and
+// once the walk has ended without error (fn's StopEdit ends it without
+// one) Edit applies the edits in order
+// with del and put — the backend's Delete and Put, which check the key
+// again. It holds copies of the edited user keys and new values in one
+// buffer until then, so fn sees the map as it was, and a failed walk
+// changes nothing.
+// The errors name state.
+func Edit(state string, walk func(fn func(uk, v []byte) bool) error, del func(uk []byte) error, put func(uk, v []byte) error,
+	fn func(uk, v []byte) (runtime.MapEdit, error)) error {
+	if fn == nil {
+		return fmt.Errorf("state %q: Edit with a nil callback", state)
+	}
+	type edit struct {
+		del         bool
+		uk, v       int // offsets in buf
+		ukEnd, vEnd int
+	}
+	var (
+		buf   []byte
+		edits []edit
+		ferr  error
+	)
+	err := walk(func(uk, v []byte) bool {
+		e, err := fn(uk, v)
+		if err != nil && !errors.Is(err, runtime.StopEdit) {
+			ferr = err
+			return false
+		}
+		switch e.Action {
+		case runtime.EditKeep:
+		case runtime.EditDelete:
+			start := len(buf)
+			buf = append(buf, uk...)
+			edits = append(edits, edit{del: true, uk: start, ukEnd: len(buf)})
+		case runtime.EditReplace:
+			start := len(buf)
+			buf = append(buf, uk...)
+			mid := len(buf)
+			buf = append(buf, e.Value...)
+			edits = append(edits, edit{uk: start, ukEnd: mid, v: mid, vEnd: len(buf)})
+		default:
+			ferr = fmt.Errorf("state %q: Edit: unknown action %d for user key %x", state, e.Action, uk)
+			return false
+		}
+		return err == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range edits {
+		uk := buf[e.uk:e.ukEnd:e.ukEnd]
+		if e.del {
+			err = del(uk)
+		} else {
+			err = put(uk, buf[e.v:e.vEnd:e.vEnd])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

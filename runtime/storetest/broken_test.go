@@ -35,6 +35,7 @@ const (
 	listCallbackUnguarded
 	trustsKeys
 	namespacesByLength
+	editAppliesAfterError
 )
 
 // flawed is a Model with one flaw.
@@ -300,6 +301,24 @@ func (m *flawedMap) Namespaces(k runtime.Key, fn func([]byte) bool) error {
 	return flawedNamespaces(m.s, m.MapState, k, fn)
 }
 
+func (m *flawedMap) Edit(k runtime.Key, fn func(uk, v []byte) (runtime.MapEdit, error)) error {
+	if m.s.flaw == editAppliesAfterError && fn != nil {
+		// A backend that applies its edits as it goes cannot take them
+		// back when the callback fails.
+		var ferr error
+		err := m.MapState.Edit(k, func(uk, v []byte) (runtime.MapEdit, error) {
+			e, err := fn(uk, v)
+			if err != nil && !errors.Is(err, runtime.StopEdit) {
+				ferr = err
+				return runtime.MapEdit{}, runtime.StopEdit
+			}
+			return e, err
+		})
+		return errors.Join(err, ferr)
+	}
+	return m.MapState.Edit(k, fn)
+}
+
 type flawedSorted struct {
 	flawedMap
 	sm runtime.SortedMapState
@@ -310,6 +329,10 @@ func (m *flawedSorted) Iterate(k runtime.Key, fn func(uk, v []byte) bool) error 
 		return m.sm.Range(k, nil, nil, true, fn)
 	}
 	return m.sm.Iterate(k, fn)
+}
+
+func (m *flawedSorted) EditRange(k runtime.Key, lo, hi []byte, reverse bool, fn func(uk, v []byte) (runtime.MapEdit, error)) error {
+	return m.sm.EditRange(k, lo, hi, reverse, fn)
 }
 
 func (m *flawedSorted) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(uk, v []byte) bool) error {
@@ -364,6 +387,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"ListCallbackUnguarded", listCallbackUnguarded, []string{"Contract/WriteDuringIteration"}},
 		{"TrustsKeys", trustsKeys, []string{"Contract/KeysNotMade"}},
 		{"NamespacesByLength", namespacesByLength, []string{"Contract/Order"}},
+		{"EditAppliesAfterError", editAppliesAfterError, []string{"Contract/Edit"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,6 +32,7 @@ func contractChecks() []check {
 		{"KeyGroupNotOwned", checkKeyGroupNotOwned},
 		{"KeysNotMade", checkKeysNotMade},
 		{"Order", checkOrder},
+		{"Edit", checkEdit},
 		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
 		{"Closed", checkClosed},
 		{"Snapshot", checkSnapshot},
@@ -738,6 +740,148 @@ func checkOrder(e *env) {
 	}
 }
 
+// checkEdit: MapState.Edit and SortedMapState.EditRange keep, delete and
+// replace the entries the callback visits; the callback sees the map as it
+// was; the edits apply when the walk ends, all of them up to a StopEdit,
+// none after an error; other writes from the callback are refused.
+func checkEdit(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	uks := make([][]byte, 10)
+	for i := range uks {
+		uks[i] = encUint32(uint32(i))
+	}
+	for _, kind := range []runtime.Kind{runtime.KindMap, runtime.KindSortedMap} {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("edit", kind, sub))
+			ms := st.(runtime.MapState)
+			ns, _ := twoNamespaces(sub)
+			k := key(encUint32(1), ns)
+			fill := func() {
+				must(st.Clear(k), "Clear")
+				for i, uk := range uks {
+					putMap(st, k, uk, []byte(fmt.Sprint("v", i)))
+				}
+			}
+			want := func(what string, f func(i int) (string, bool)) {
+				w := []string{}
+				for i, uk := range uks {
+					if v, ok := f(i); ok {
+						w = append(w, fmt.Sprintf("%x=%s", uk, v))
+					}
+				}
+				expectEq(name(st)+": "+what, w, readAll(st, k))
+			}
+			index := func(uk []byte) int { return int(binary.BigEndian.Uint32(uk)) }
+
+			// Delete the even entries, replace the multiples of 3, keep
+			// the rest; the callback reads a deleted entry, tries a Put,
+			// and reuses the buffer of the value it returns.
+			fill()
+			seen := 0
+			buf := make([]byte, 0, 8)
+			must(ms.Edit(k, func(uk, v []byte) (runtime.MapEdit, error) {
+				seen++
+				poison(buf) // the value returned last time is the store's copy now
+				i := index(uk)
+				if got, ok := getMap(st, k, uks[0]); !ok || got != "v0" {
+					fail("%s.Edit: the callback reads entry 0 as (%q, %v), want the map as it was, (v0, true)", name(st), got, ok)
+				}
+				wantErr(ms.Put(k, uk, []byte("x")), runtime.ErrWriteDuringIteration, name(st)+".Put from inside Edit")
+				switch {
+				case i%2 == 0:
+					return runtime.MapEdit{Action: runtime.EditDelete}, nil
+				case i%3 == 0:
+					buf = append(buf[:0], fmt.Sprint("r", i)...)
+					return runtime.MapEdit{Action: runtime.EditReplace, Value: buf}, nil
+				}
+				return runtime.MapEdit{}, nil
+			}), "Edit")
+			if seen != len(uks) {
+				fail("%s.Edit visited %d entries of %d", name(st), seen, len(uks))
+			}
+			want("after Edit (delete even, replace multiples of 3)", func(i int) (string, bool) {
+				switch {
+				case i%2 == 0:
+					return "", false
+				case i%3 == 0:
+					return fmt.Sprint("r", i), true
+				}
+				return fmt.Sprint("v", i), true
+			})
+
+			// StopEdit ends the walk; the edits so far apply, its own too.
+			fill()
+			var visited []int
+			must(ms.Edit(k, func(uk, _ []byte) (runtime.MapEdit, error) {
+				visited = append(visited, index(uk))
+				if len(visited) == 3 {
+					return runtime.MapEdit{Action: runtime.EditDelete}, runtime.StopEdit
+				}
+				return runtime.MapEdit{Action: runtime.EditDelete}, nil
+			}), "Edit stopped with StopEdit")
+			want("after an Edit that deletes 3 entries and stops", func(i int) (string, bool) {
+				return fmt.Sprint("v", i), !slices.Contains(visited, i)
+			})
+
+			// Another error: Edit returns it and applies nothing.
+			fill()
+			boom := errors.New("boom")
+			n := 0
+			err := ms.Edit(k, func(_, _ []byte) (runtime.MapEdit, error) {
+				if n++; n == 5 {
+					return runtime.MapEdit{}, boom
+				}
+				return runtime.MapEdit{Action: runtime.EditDelete}, nil
+			})
+			wantErr(err, boom, name(st)+".Edit whose callback fails")
+			want("after an Edit whose callback failed", func(i int) (string, bool) { return fmt.Sprint("v", i), true })
+			wantAnyErr(ms.Edit(k, func(_, _ []byte) (runtime.MapEdit, error) {
+				return runtime.MapEdit{Action: runtime.EditAction(99)}, nil
+			}), name(st)+".Edit with an unknown action")
+			want("after an Edit with an unknown action", func(i int) (string, bool) { return fmt.Sprint("v", i), true })
+			wantAnyErr(ms.Edit(k, nil), name(st)+".Edit with a nil callback")
+
+			// An absent map: the callback is never called.
+			must(ms.Edit(key(encUint32(2), ns), func(_, _ []byte) (runtime.MapEdit, error) {
+				fail("%s.Edit of an absent map called its callback", name(st))
+				return runtime.MapEdit{}, nil
+			}), "Edit of an absent map")
+
+			if kind != runtime.KindSortedMap {
+				continue
+			}
+			// EditRange visits [lo, hi) in order, or in reverse.
+			sm := st.(runtime.SortedMapState)
+			for _, reverse := range []bool{false, true} {
+				fill()
+				visited = visited[:0]
+				must(sm.EditRange(k, uks[2], uks[7], reverse, func(uk, _ []byte) (runtime.MapEdit, error) {
+					visited = append(visited, index(uk))
+					return runtime.MapEdit{Action: runtime.EditReplace, Value: []byte("r")}, nil
+				}), "EditRange")
+				wantOrder := []int{2, 3, 4, 5, 6}
+				if reverse {
+					slices.Reverse(wantOrder)
+				}
+				expectEq(fmt.Sprintf("%s.EditRange([2, 7), reverse %v) visits", name(st), reverse), wantOrder, visited)
+				want("after EditRange [2, 7) replaced every entry", func(i int) (string, bool) {
+					if i >= 2 && i < 7 {
+						return "r", true
+					}
+					return fmt.Sprint("v", i), true
+				})
+			}
+		}
+	}
+}
+
+// wantAnyErr fails if err is nil.
+func wantAnyErr(err error, what string) {
+	if err == nil {
+		fail("%s: no error", what)
+	}
+}
+
 // everyOp runs every operation of st's kind on k and passes check each
 // one's error.
 func everyOp(st runtime.State, k runtime.Key, check func(op string, err error)) {
@@ -761,8 +905,10 @@ func everyOp(st runtime.State, k runtime.Key, check func(op string, err error)) 
 		check("Put", st.Put(k, v, v))
 		check("Delete", st.Delete(k, v))
 		check("Iterate", st.Iterate(k, func(_, _ []byte) bool { return true }))
+		check("Edit", st.Edit(k, func(_, _ []byte) (runtime.MapEdit, error) { return runtime.MapEdit{}, nil }))
 		if sm, ok := st.(runtime.SortedMapState); ok {
 			check("Range", sm.Range(k, nil, nil, false, func(_, _ []byte) bool { return true }))
+			check("EditRange", sm.EditRange(k, nil, nil, false, func(_, _ []byte) (runtime.MapEdit, error) { return runtime.MapEdit{}, nil }))
 		}
 	}
 }

@@ -523,6 +523,11 @@ func (s *mapState) Iterate(k runtime.Key, fn func(userKey, value []byte) bool) e
 	return nil
 }
 
+// Edit implements runtime.MapState.
+func (s *mapState) Edit(k runtime.Key, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return storekit.EditMap(s, k, fn)
+}
+
 // visit calls fn with the entries of k's map within [lo, hi) (see inRange),
 // sorted unless the state is a KindMap, descending if reverse.
 func (s *mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) {
@@ -567,4 +572,9 @@ func (s *sortedMapState) Range(k runtime.Key, lo, hi []byte, reverse bool, fn fu
 	}
 	s.visit(k, lo, hi, reverse, fn)
 	return nil
+}
+
+// EditRange implements runtime.SortedMapState.
+func (s *sortedMapState) EditRange(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return storekit.EditRange(s, k, lo, hi, reverse, fn)
 }
