@@ -147,7 +147,7 @@ func (t *storeTarget) getValue(k int64) (Val, bool, error) { return t.value.Get(
 func (t *storeTarget) putValue(k int64, v Val) error       { return t.value.Put(k, v) }
 func (t *storeTarget) addList(k int64, v Val) error        { return t.list.Add(k, v) }
 func (t *storeTarget) addAllList(k int64, vs []Val) error  { return t.list.AddAll(k, vs) }
-func (t *storeTarget) updateList(k int64, vs []Val) error  { return t.list.Update(k, vs) }
+func (t *storeTarget) updateList(k int64, vs []Val) error  { return t.list.Replace(k, vs) }
 
 func (t *storeTarget) readList(k int64) (int, error) {
 	n := 0

@@ -59,10 +59,20 @@
 //
 // Value, List, Map and SortedMap, and their SubKeyed variants, are generic
 // handles over the user's types, bound to a Store by New* functions (which
-// generated code calls). They mirror the explicit-key API of Blink's keyed
+// generated code calls). They mirror the explicit-key API of Flink's keyed
 // and sub-keyed state: st.Clicks.Get(user), st.Window.Put(user, win, agg).
 // Iterations return Seq, an iter.Seq2 whose second value is an error, so
 // backend and decoding failures surface where they happen. A zero handle
 // returns ErrUnbound rather than panicking. Handles, like stores, belong to
 // the operator's goroutine; values they return are the caller's own.
+//
+// A verb means one thing on every handle. Update(fn) is always a
+// read-modify-write: Value.Update and Map.Update set a value to fn(old,
+// found), List.Update sets a list to fn(old); on a store whose values
+// update in one lookup (ValueUpdater: backends/cow) Value.Update costs one
+// lookup. Put and Replace overwrite without reading (Replace is a list's
+// Put). A write from inside an iteration fails with ErrWriteDuringIteration;
+// Edit (and SortedMap's EditRange and EditBefore) is the iteration that may
+// delete or replace the entries it visits, as Flink's iterator.remove and
+// entry.setValue do.
 package runtime

@@ -91,3 +91,64 @@ func TestSortedMapEditBefore(t *testing.T) {
 		t.Errorf("after EditRange with StopEdit, entry 30 = %q, want e (not visited)", v)
 	}
 }
+
+// noUpdater is a store whose value states are not runtime.ValueUpdaters:
+// Value.Update takes its Get-then-Put path there.
+type noUpdater struct{ runtime.Store }
+
+type plainValue struct{ runtime.ValueState }
+
+func (s noUpdater) Register(spec runtime.StateSpec) (runtime.State, error) {
+	st, err := s.Store.Register(spec)
+	if vs, ok := st.(runtime.ValueState); ok {
+		return plainValue{vs}, err
+	}
+	return st, err
+}
+
+// TestReadModifyWrite: every Update(fn) is a read-modify-write — Value
+// (through ValueUpdater and through Get then Put alike), List and Map.
+func TestReadModifyWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    runtime.Store
+	}{{"updater", newModel(t)}, {"get-put", noUpdater{newModel(t)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := must[runtime.Value[string, int64]](t)(runtime.NewValue(tc.s, runtime.ValueDescriptor[string, int64]{Name: "v", Key: runtime.StringCodec{}, Value: runtime.Int64Codec{}}))
+			for range 3 {
+				check(t, v.Update("k", func(old int64, found bool) int64 {
+					if found != (old != 0) {
+						t.Errorf("Update: old %d, found %v", old, found)
+					}
+					return old + 5
+				}))
+			}
+			if got, _, _ := v.Get("k"); got != 15 {
+				t.Errorf("after 3 Updates of +5: %d, want 15", got)
+			}
+			if err := v.Update("k", nil); err == nil {
+				t.Error("Update with a nil fn succeeded")
+			}
+		})
+	}
+	s := newModel(t)
+	l := must[runtime.List[string, string]](t)(runtime.NewList(s, runtime.ListDescriptor[string, string]{Name: "l", Key: runtime.StringCodec{}, Value: runtime.StringCodec{}}))
+	check(t, l.AddAll("k", []string{"a", "b", "c"}))
+	check(t, l.Update("k", func(old []string) []string { return old[1:] }))
+	if got, _ := l.Get("k"); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("List after Update(trim the first): %q", got)
+	}
+	check(t, l.Update("k", func([]string) []string { return nil }))
+	if got, _ := l.Get("k"); got != nil {
+		t.Errorf("List after Update to nothing: %q, want none", got)
+	}
+	m := must[runtime.SubKeyedMap[string, int32, string, int64]](t)(runtime.NewSubKeyedMap(s, runtime.SubKeyedMapDescriptor[string, int32, string, int64]{
+		Name: "m", Key: runtime.StringCodec{}, Namespace: runtime.Int32Codec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{},
+	}))
+	for range 2 {
+		check(t, m.Update("k", 7, "clicks", func(old int64, _ bool) int64 { return old + 1 }))
+	}
+	if got, ok, _ := m.Get("k", 7, "clicks"); !ok || got != 2 {
+		t.Errorf("Map entry after 2 Updates of +1: (%d, %v), want (2, true)", got, ok)
+	}
+}

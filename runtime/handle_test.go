@@ -136,11 +136,11 @@ func TestListHandle(t *testing.T) {
 	if got := collect(t, recent.All(1)); !slices.Equal(got, []string{"a", "b", "", "c"}) {
 		t.Fatalf("All = %q", got)
 	}
-	check(t, recent.Update(1, []string{"z", strings.Repeat("y", 1000)}))
+	check(t, recent.Replace(1, []string{"z", strings.Repeat("y", 1000)}))
 	if got := must[[]string](t)(recent.Get(1)); len(got) != 2 || got[0] != "z" || len(got[1]) != 1000 {
 		t.Fatalf("after Update, Get = %q", got)
 	}
-	check(t, recent.Update(1, nil))
+	check(t, recent.Replace(1, nil))
 	if got := must[[]string](t)(recent.Get(1)); got != nil {
 		t.Fatalf("after empty Update, Get = %q", got)
 	}
@@ -173,7 +173,7 @@ func TestListHandle(t *testing.T) {
 	if !slices.Equal(ns, []int32{-1, 7}) {
 		t.Fatalf("sub Namespaces = %v", ns)
 	}
-	check(t, sub.Update("k", -1, nil))
+	check(t, sub.Replace("k", -1, nil))
 	check(t, sub.Delete("k", 7))
 	if ns := collect(t, sub.Namespaces("k")); len(ns) != 0 {
 		t.Fatalf("after deletes, Namespaces = %v", ns)
@@ -352,7 +352,7 @@ func TestZeroHandlesReturnErrUnbound(t *testing.T) {
 	for i, err := range []error{
 		e1, v.Put("k", 1), v.Delete("k"), v.Update("k", func(int64, bool) int64 { return 0 }),
 		sv.Put("k", "n", 1), sv.DeleteAll("k"),
-		e3, l.Add("k", 1), l.AddAll("k", []int64{1}), l.Update("k", nil), l.Delete("k"), seqErr(l.All("k")),
+		e3, l.Add("k", 1), l.AddAll("k", []int64{1}), l.Replace("k", nil), l.Delete("k"), seqErr(l.All("k")),
 		sl.Add("k", "n", 1),
 		e4, m.Put("k", "u", 1), m.Delete("k", "u"), m.Clear("k"), seqErr(m.Values("k")),
 		e2, sm.Put("k", "u", 1), e5,

@@ -1,5 +1,7 @@
 package runtime
 
+import "fmt"
+
 // ListDescriptor describes a keyed list state: an ordered list of V per key
 // K.
 type ListDescriptor[K, V any] struct {
@@ -28,7 +30,7 @@ type listHandle[K, N, V any] struct {
 	handle[K, N]
 	st    ListState
 	vc    ValueCodec[V]
-	elems [][]byte // scratch for AddAll and Update
+	elems [][]byte // scratch for AddAll and Replace
 	ends  []int
 }
 
@@ -121,12 +123,25 @@ func (h *listHandle[K, N, V]) addAll(k K, n N, vs []V) error {
 	return nil
 }
 
-func (h *listHandle[K, N, V]) update(k K, n N, vs []V) error {
+func (h *listHandle[K, N, V]) replace(k K, n N, vs []V) error {
 	key := h.key(k, n)
-	if err := h.st.Update(key, h.encodeAll(vs)); err != nil {
-		return h.errorf("update", err)
+	if err := h.st.Replace(key, h.encodeAll(vs)); err != nil {
+		return h.errorf("replace", err)
 	}
 	return nil
+}
+
+// update is the read-modify-write of Update: the list is read whole,
+// given to fn, and replaced by what fn returns.
+func (h *listHandle[K, N, V]) update(k K, n N, fn func(old []V) []V) error {
+	if fn == nil {
+		return h.errorf("update", fmt.Errorf("nil callback"))
+	}
+	old, err := h.get(k, n)
+	if err != nil {
+		return err
+	}
+	return h.replace(k, n, fn(old))
 }
 
 // List is a handle on a keyed list state: an ordered list of V per key K.
@@ -173,12 +188,22 @@ func (l List[K, V]) AddAll(k K, vs []V) error {
 	return l.h.addAll(k, noNS{}, vs)
 }
 
-// Update replaces k's list with vs; an empty vs deletes the list.
-func (l List[K, V]) Update(k K, vs []V) error {
+// Replace replaces k's list with vs; an empty vs deletes the list.
+func (l List[K, V]) Replace(k K, vs []V) error {
 	if l.h == nil {
 		return ErrUnbound
 	}
-	return l.h.update(k, noNS{}, vs)
+	return l.h.replace(k, noNS{}, vs)
+}
+
+// Update replaces k's list with fn(old), where old is its elements (nil if
+// it has none): a read-modify-write, like Value.Update — trimming a
+// buffer, say. An empty result deletes the list.
+func (l List[K, V]) Update(k K, fn func(old []V) []V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.update(k, noNS{}, fn)
 }
 
 // Delete removes k's list.
@@ -240,12 +265,20 @@ func (l SubKeyedList[K, N, V]) AddAll(k K, n N, vs []V) error {
 	return l.h.addAll(k, n, vs)
 }
 
-// Update replaces (k, n)'s list with vs; an empty vs deletes the list.
-func (l SubKeyedList[K, N, V]) Update(k K, n N, vs []V) error {
+// Replace replaces (k, n)'s list with vs; an empty vs deletes the list.
+func (l SubKeyedList[K, N, V]) Replace(k K, n N, vs []V) error {
 	if l.h == nil {
 		return ErrUnbound
 	}
-	return l.h.update(k, n, vs)
+	return l.h.replace(k, n, vs)
+}
+
+// Update replaces (k, n)'s list with fn(old), as List.Update does.
+func (l SubKeyedList[K, N, V]) Update(k K, n N, fn func(old []V) []V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.update(k, n, fn)
 }
 
 // Delete removes (k, n)'s list.

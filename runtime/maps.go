@@ -103,6 +103,19 @@ func (h *mapHandle[K, N, UK, V]) put(k K, n N, uk UK, v V) error {
 	return nil
 }
 
+// update is the read-modify-write of Update: a Get then a Put.
+func (h *mapHandle[K, N, UK, V]) update(k K, n N, uk UK, fn func(old V, found bool) V) error {
+	if fn == nil {
+		return h.errorf("update", fmt.Errorf("nil callback"))
+	}
+	var old V
+	found, err := h.get(k, n, uk, &old)
+	if err != nil {
+		return err
+	}
+	return h.put(k, n, uk, fn(old, found))
+}
+
 func (h *mapHandle[K, N, UK, V]) delete(k K, n N, uk UK) error {
 	key := h.key(k, n)
 	if err := h.st.Delete(key, userKey(&h.buf, h.ukc, uk)); err != nil {
@@ -295,6 +308,15 @@ func (m Map[K, UK, V]) Put(k K, uk UK, v V) error {
 	return m.h.put(k, noNS{}, uk, v)
 }
 
+// Update sets uk in k's map to fn(old, found), where old is its current
+// value (the zero V if !found): Value.Update for one entry of a map.
+func (m Map[K, UK, V]) Update(k K, uk UK, fn func(old V, found bool) V) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.update(k, noNS{}, uk, fn)
+}
+
 // Delete removes uk from k's map.
 func (m Map[K, UK, V]) Delete(k K, uk UK) error {
 	if m.h == nil {
@@ -409,6 +431,14 @@ func (m SubKeyedMap[K, N, UK, V]) Put(k K, n N, uk UK, v V) error {
 		return ErrUnbound
 	}
 	return m.h.put(k, n, uk, v)
+}
+
+// Update sets uk in (k, n)'s map to fn(old, found), as Map.Update does.
+func (m SubKeyedMap[K, N, UK, V]) Update(k K, n N, uk UK, fn func(old V, found bool) V) error {
+	if m.h == nil {
+		return ErrUnbound
+	}
+	return m.h.update(k, n, uk, fn)
 }
 
 // Delete removes uk from (k, n)'s map.

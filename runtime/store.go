@@ -365,9 +365,9 @@ type ListState interface {
 	Add(k Key, elem []byte) error
 	// AddAll appends elems in order; with no elements it does nothing.
 	AddAll(k Key, elems [][]byte) error
-	// Update replaces k's list with elems; with no elements it removes the
+	// Replace replaces k's list with elems; with no elements it removes the
 	// list.
-	Update(k Key, elems [][]byte) error
+	Replace(k Key, elems [][]byte) error
 }
 
 // MapState holds a map of encoded user key to value per (key, namespace). A
@@ -405,6 +405,20 @@ type MapState interface {
 // walk early, as fs.SkipAll ends a WalkDir: the edits made so far apply,
 // that of the entry being visited included, and Edit returns nil.
 var StopEdit = errors.New("stategen: stop the edit")
+
+// ValueUpdater is implemented by the ValueStates of backends that read and
+// write a value in one lookup (backends/cow, and the reference model).
+// The handles' Value.Update uses it when the state has it, and a Get then
+// a Put otherwise: the result is the same, the cost one lookup less.
+type ValueUpdater interface {
+	// Update sets k's value to what fn returns given the current one (nil
+	// and found false if there is none), looking k up once; the rules of
+	// ValueState.Put apply to the new value, which the store copies. old
+	// is read-only and valid during the call; fn must not write to the
+	// store (ErrWriteDuringIteration). If fn returns an error, nothing is
+	// written and Update returns it.
+	Update(k Key, fn func(old []byte, found bool) ([]byte, error)) error
+}
 
 // MapEdit is what the callback of MapState.Edit does with the entry it
 // visits.

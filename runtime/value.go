@@ -1,5 +1,7 @@
 package runtime
 
+import "fmt"
+
 // ValueDescriptor describes a keyed value state: one V per key K.
 type ValueDescriptor[K, V any] struct {
 	Name        string        // stable state name (see StateSpec.Name)
@@ -25,8 +27,9 @@ type SubKeyedValueDescriptor[K, N, V any] struct {
 // valueHandle implements Value and SubKeyedValue.
 type valueHandle[K, N, V any] struct {
 	handle[K, N]
-	st ValueState
-	vc ValueCodec[V]
+	st  ValueState
+	upd ValueUpdater // st, if it updates in one lookup
+	vc  ValueCodec[V]
 }
 
 func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V]) (*valueHandle[K, N, V], error) {
@@ -44,6 +47,7 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 		return nil, wrongStateType(spec, st)
 	}
 	h.st, h.vc = vs, vc
+	h.upd, _ = vs.(ValueUpdater)
 	return h, nil
 }
 
@@ -87,13 +91,40 @@ func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
 	return nil
 }
 
+// update is the read-modify-write of Update: one lookup on a store whose
+// ValueState is a ValueUpdater, a Get then a Put on the others.
 func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) error {
-	var old V
-	found, err := h.get(k, n, &old)
-	if err != nil {
-		return err
+	if fn == nil {
+		return h.errorf("update", fmt.Errorf("nil callback"))
 	}
-	return h.put(k, n, fn(old, found))
+	if h.upd == nil {
+		var old V
+		found, err := h.get(k, n, &old)
+		if err != nil {
+			return err
+		}
+		return h.put(k, n, fn(old, found))
+	}
+	key := h.key(k, n)
+	var derr error
+	err := h.upd.Update(key, func(ob []byte, found bool) ([]byte, error) {
+		var old V
+		if found {
+			if err := decodeInto(h.vc, ob, &old); err != nil {
+				derr = h.errorf("decode value", err)
+				return nil, derr
+			}
+		}
+		h.vbuf = h.vc.AppendValue(h.vbuf[:0], fn(old, found))
+		return h.vbuf, nil
+	})
+	switch {
+	case derr != nil:
+		return derr
+	case err != nil:
+		return h.errorf("update", err)
+	}
+	return nil
 }
 
 // Value is a handle on a keyed value state: one V per key K. The zero
@@ -129,7 +160,9 @@ func (v Value[K, V]) Put(k K, val V) error {
 
 // Update sets the value of k to fn(old, found), where old is the current
 // value (the zero V if !found): the shape of a reducing or aggregating
-// function.
+// function. On a store whose values update in one lookup
+// (runtime.ValueUpdater: backends/cow), it costs one lookup, not a Get and
+// a Put.
 func (v Value[K, V]) Update(k K, fn func(old V, found bool) V) error {
 	if v.h == nil {
 		return ErrUnbound

@@ -376,7 +376,7 @@ func TestBadInput(t *testing.T) {
 		tryAll := func() {
 			errs = append(errs,
 				v.Put(k, []byte("inside")), v.Clear(k), v.DeleteAll(k),
-				l.Add(kn, []byte("x")), l.AddAll(kn, [][]byte{[]byte("x")}), l.Update(kn, nil),
+				l.Add(kn, []byte("x")), l.AddAll(kn, [][]byte{[]byte("x")}), l.Replace(kn, nil),
 				m.Put(kn, []byte("u2"), nil), m.Delete(kn, []byte("u")), m.Clear(kn),
 				s.Restore(before))
 			// Reads are fine, and may nest.
@@ -424,7 +424,7 @@ func TestBadInput(t *testing.T) {
 		_, serr := s.Snapshot()
 		for i, err := range []error{
 			v.Put(k, nil), gerr, v.Clear(k), v.DeleteAll(k), v.Namespaces(k, func([]byte) bool { return true }),
-			l.Add(k, nil), l.AddAll(k, [][]byte{nil}), l.Update(k, nil), l.Get(k, func([]byte) bool { return true }),
+			l.Add(k, nil), l.AddAll(k, [][]byte{nil}), l.Replace(k, nil), l.Get(k, func([]byte) bool { return true }),
 			m.Put(k, nil, nil), mgerr, m.Delete(k, nil), m.Iterate(k, func(_, _ []byte) bool { return true }),
 			m.Range(k, nil, nil, false, func(_, _ []byte) bool { return true }),
 			rerr, serr, s.Restore(snap),

@@ -97,8 +97,8 @@ func (l listState) AddAll(k runtime.Key, elems [][]byte) error {
 	return nil
 }
 
-// Update implements runtime.ListState.
-func (l listState) Update(k runtime.Key, elems [][]byte) error {
+// Replace implements runtime.ListState.
+func (l listState) Replace(k runtime.Key, elems [][]byte) error {
 	t, err := l.wtree(k, true)
 	if err != nil {
 		return err

@@ -176,8 +176,8 @@ func (d *driver) step() {
 			for j := range vs {
 				vs[j] = d.bytes()
 			}
-			note("Update", " ", len(vs))
-			d.same("Update", errKind(ml.Update(k, vs)), errKind(bl.Update(k, vs)))
+			note("Replace", " ", len(vs))
+			d.same("Replace", errKind(ml.Replace(k, vs)), errKind(bl.Replace(k, vs)))
 		default:
 			note("Get")
 			d.same("list Get", d.list(ml, k), d.list(bl, k))

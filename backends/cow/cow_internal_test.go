@@ -91,7 +91,7 @@ func (p *pair) op(r *rand.Rand, keys int) {
 		switch r.IntN(4) {
 		case 0:
 			elems := [][]byte{val, bytesOf(r, 5)}
-			p.check("Update", a.Update(k, elems), b.Update(k, elems))
+			p.check("Replace", a.Replace(k, elems), b.Replace(k, elems))
 		case 1:
 			elems := [][]byte{val, bytesOf(r, 300)}
 			p.check("AddAll", a.AddAll(k, elems), b.AddAll(k, elems))

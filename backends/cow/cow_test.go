@@ -133,7 +133,7 @@ func TestGetResultCannotCorruptSnapshot(t *testing.T) {
 	ok(t, v.Put(k, mine))
 	ok(t, v.Put(k, []byte("a different length")))
 	ok(t, m.Put(k, []byte("u"), []byte("modified")))
-	ok(t, l.Update(k, [][]byte{[]byte("modified")}))
+	ok(t, l.Replace(k, [][]byte{[]byte("modified")}))
 	for range 100 {
 		ok(t, v.Put(k, []byte("modified")))
 		ok(t, l.Add(k, []byte("more")))

@@ -254,6 +254,65 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 	return v.put(k, value)
 }
 
+// Update implements runtime.ValueUpdater: one lookup finds the value for
+// fn and, in the common case — a keyed state, no live snapshot, an inline
+// entry whose new value has the old one's length — the place to write
+// fn's result (Put's fast path, without its lookup). Otherwise the result
+// goes through Put's general path.
+func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	st := v.state
+	s := st.s
+	if fn == nil {
+		return fmt.Errorf("cow: state %q: Update with a nil callback", st.spec.Name)
+	}
+	t, err := v.rtable(k, true)
+	if err != nil {
+		return err
+	}
+	if s.iterating > 0 {
+		return fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
+	}
+	var (
+		old     []byte
+		found   bool
+		inPlace []byte // the value's bytes in its record, if they may be overwritten
+	)
+	if t != nil {
+		h := st.hash(k)
+		switch rec, _, vs, ve, res := lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res {
+		case lookupFound:
+			old, found = rec[vs:ve:ve], true
+			if !st.spec.SubKeyed {
+				inPlace = rec[vs:ve:ve]
+			}
+		case lookupAbsent:
+		default:
+			if rec, _ := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
+				_, _, old, _, _ = decodeEntry(recEntry(t.slabs, rec))
+				found = true
+			}
+		}
+	}
+	nv, err := func() ([]byte, error) {
+		s.iterating++
+		defer func() { s.iterating-- }()
+		return fn(old, found)
+	}()
+	if err != nil {
+		return err
+	}
+	if inPlace != nil && len(nv) == len(inPlace) && s.live.Load() == 0 && !s.closed {
+		copy(inPlace, nv)
+		return nil
+	}
+	if found {
+		// nv may be (part of) old, which the general path may move.
+		s.updBuf = append(s.updBuf[:0], nv...)
+		nv = s.updBuf
+	}
+	return v.put(k, nv)
+}
+
 // put is Put's general path.
 func (v valueState) put(k runtime.Key, value []byte) error {
 	t, err := v.wtable(k, true)
@@ -322,8 +381,8 @@ func (ls listState) AddAll(k runtime.Key, elems [][]byte) error {
 	return ls.done(t, err)
 }
 
-// Update implements runtime.ListState.
-func (ls listState) Update(k runtime.Key, elems [][]byte) error {
+// Replace implements runtime.ListState.
+func (ls listState) Replace(k runtime.Key, elems [][]byte) error {
 	if len(elems) == 0 {
 		return ls.Clear(k)
 	}

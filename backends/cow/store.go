@@ -21,6 +21,9 @@ type Store struct {
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
+	// updBuf holds the result of an Update's callback that goes through
+	// Put's general path.
+	updBuf []byte
 	// live counts the snapshots not yet released. It is shared with the
 	// snapshots, which decrement it from any goroutine.
 	live *atomic.Int64

@@ -300,9 +300,9 @@ func (l listState) AddAll(k runtime.Key, elems [][]byte) error {
 	return l.merge(k, l.entryKey(k), s.wbuf)
 }
 
-// Update implements runtime.ListState: a Set, which hides every older
+// Replace implements runtime.ListState: a Set, which hides every older
 // merge operand, or a Delete.
-func (l listState) Update(k runtime.Key, elems [][]byte) error {
+func (l listState) Replace(k runtime.Key, elems [][]byte) error {
 	if err := l.checkWrite(k, true); err != nil {
 		return err
 	}

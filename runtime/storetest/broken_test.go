@@ -23,7 +23,7 @@ type flaw int
 const (
 	dropEvery50thPut flaw = iota + 1
 	sortedDescending
-	emptyUpdateKeepsList
+	emptyReplaceKeepsList
 	aliasesValues
 	staleSnapshot
 	secondReleaseSucceeds
@@ -36,6 +36,7 @@ const (
 	trustsKeys
 	namespacesByLength
 	editAppliesAfterError
+	updateIgnoresError
 )
 
 // flawed is a Model with one flaw.
@@ -194,6 +195,25 @@ func (v *flawedValue) Get(k runtime.Key) ([]byte, bool, error) {
 	return val, found, err
 }
 
+func (v *flawedValue) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	upd := v.ValueState.(runtime.ValueUpdater)
+	if v.s.flaw == updateIgnoresError && fn != nil {
+		// A backend that writes fn's result before it looks at the error.
+		var nv []byte
+		err := upd.Update(k, func(old []byte, found bool) ([]byte, error) {
+			var err error
+			nv, err = fn(old, found)
+			nv = bytes.Clone(nv)
+			return nv, err
+		})
+		if err != nil {
+			return errors.Join(err, v.ValueState.Put(k, nv))
+		}
+		return nil
+	}
+	return upd.Update(k, fn)
+}
+
 func (v *flawedValue) DeleteAll(k runtime.Key) error {
 	if v.s.flaw == deleteAllOneNamespace && v.Spec().SubKeyed {
 		return v.ValueState.Clear(k)
@@ -260,11 +280,11 @@ func (l *flawedList) Get(k runtime.Key, fn func([]byte) bool) error {
 	return nil
 }
 
-func (l *flawedList) Update(k runtime.Key, elems [][]byte) error {
-	if l.s.flaw == emptyUpdateKeepsList && len(elems) == 0 {
+func (l *flawedList) Replace(k runtime.Key, elems [][]byte) error {
+	if l.s.flaw == emptyReplaceKeepsList && len(elems) == 0 {
 		return nil
 	}
-	return l.ListState.Update(k, elems)
+	return l.ListState.Replace(k, elems)
 }
 
 func (l *flawedList) DeleteAll(k runtime.Key) error {
@@ -375,7 +395,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 	}{
 		{"DropEvery50thPut", dropEvery50thPut, []string{"Random/MaxP128", "Random/MaxP8Partial", "Rescale/2to3"}},
 		{"SortedMapDescending", sortedDescending, []string{"Contract/SortedMap", "Contract/SortedMapRange", "Random/MaxP1"}},
-		{"EmptyUpdateKeepsList", emptyUpdateKeepsList, []string{"Contract/List", "Random/MaxP128"}},
+		{"EmptyReplaceKeepsList", emptyReplaceKeepsList, []string{"Contract/List", "Random/MaxP128"}},
 		{"AliasesCallerValues", aliasesValues, []string{"Contract/CopiesInputs", "Random/MaxP128"}},
 		{"StaleSnapshot", staleSnapshot, []string{"Contract/Snapshot", "Random/MaxP128", "SnapshotsWhileWriting/Overlap"}},
 		{"SecondReleaseSucceeds", secondReleaseSucceeds, []string{"Contract/SnapshotRelease", "Random/MaxP128"}},
@@ -388,6 +408,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"TrustsKeys", trustsKeys, []string{"Contract/KeysNotMade"}},
 		{"NamespacesByLength", namespacesByLength, []string{"Contract/Order"}},
 		{"EditAppliesAfterError", editAppliesAfterError, []string{"Contract/Edit"}},
+		{"UpdateIgnoresError", updateIgnoresError, []string{"Contract/ValueUpdate"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

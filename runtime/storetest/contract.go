@@ -33,6 +33,7 @@ func contractChecks() []check {
 		{"KeysNotMade", checkKeysNotMade},
 		{"Order", checkOrder},
 		{"Edit", checkEdit},
+		{"ValueUpdate", checkValueUpdate},
 		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
 		{"Closed", checkClosed},
 		{"Snapshot", checkSnapshot},
@@ -236,13 +237,13 @@ func checkList(e *env) {
 		must(ls.AddAll(k1, nil), "AddAll(nil)")
 		must(ls.AddAll(k1, [][]byte{}), "AddAll(empty)")
 		expect(k1, []string{"a", "b", "c", "d", "a"}, "AddAll with no elements")
-		must(ls.Update(k1, [][]byte{[]byte("x"), []byte("y")}), "Update")
-		expect(k1, []string{"x", "y"}, "Update replaces")
-		must(ls.Update(k1, nil), "Update(nil)")
-		expect(k1, []string{}, "Update with no elements removes the list")
+		must(ls.Replace(k1, [][]byte{[]byte("x"), []byte("y")}), "Replace")
+		expect(k1, []string{"x", "y"}, "Replace replaces")
+		must(ls.Replace(k1, nil), "Replace(nil)")
+		expect(k1, []string{}, "Replace with no elements removes the list")
 		must(ls.AddAll(k2, nil), "AddAll(nil) of an absent list")
-		must(ls.Update(k2, [][]byte{}), "Update(empty) of an absent list")
-		expect(k2, []string{}, "AddAll and Update with no elements do not create a list")
+		must(ls.Replace(k2, [][]byte{}), "Replace(empty) of an absent list")
+		expect(k2, []string{}, "AddAll and Replace with no elements do not create a list")
 		must(ls.Add(k2, nil), "Add(nil)")
 		must(ls.AddAll(k2, [][]byte{{}, []byte("z"), nil}), "AddAll with empty elements")
 		expect(k2, []string{"", "", "z", ""}, "empty elements are elements")
@@ -540,8 +541,8 @@ func checkEmptyEncodings(e *env) {
 
 	must(m.DeleteAll(k), "DeleteAll")
 	expectEq("Iterate after DeleteAll", []kv{}, iterate(m, k, 0))
-	must(l.(runtime.ListState).Update(k, nil), "Update(nil)")
-	expectEq("list after Update(nil)", []string{}, getList(l, k, 0))
+	must(l.(runtime.ListState).Replace(k, nil), "Replace(nil)")
+	expectEq("list after Replace(nil)", []string{}, getList(l, k, 0))
 }
 
 func checkCopiesInputs(e *env) {
@@ -578,9 +579,9 @@ func checkCopiesInputs(e *env) {
 	scribble(buf)
 	expectEq("list after the caller reused its buffers (Add, AddAll)", []string{"e1", "e2", "e3"}, getList(ls, k, 0))
 	buf = []byte("u1u2")
-	must(ls.(runtime.ListState).Update(k, [][]byte{buf[0:2], buf[2:4]}), "Update")
+	must(ls.(runtime.ListState).Replace(k, [][]byte{buf[0:2], buf[2:4]}), "Replace")
 	scribble(buf)
-	expectEq("list after the caller reused its buffers (Update)", []string{"u1", "u2"}, getList(ls, k, 0))
+	expectEq("list after the caller reused its buffers (Replace)", []string{"u1", "u2"}, getList(ls, k, 0))
 
 	for _, kind := range []runtime.Kind{runtime.KindMap, runtime.KindSortedMap} {
 		ms := register(s, specFor("copy", kind, true))
@@ -875,6 +876,67 @@ func checkEdit(e *env) {
 	}
 }
 
+// checkValueUpdate: a ValueState that is a runtime.ValueUpdater (an
+// optional interface) updates like a Get then a Put: fn sees the current
+// value, its result is stored (copied), its error stores nothing, writes
+// from fn are refused, and a live snapshot keeps the value it saw. For a
+// store without ValueUpdater there is nothing to check.
+func checkValueUpdate(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	for _, sub := range keyedAndSubKeyed {
+		st := register(s, specFor("update", runtime.KindValue, sub))
+		upd, ok := st.(runtime.ValueUpdater)
+		if !ok {
+			continue
+		}
+		ns, _ := twoNamespaces(sub)
+		k := key(encUint32(1), ns)
+		var calls []string
+		buf := []byte("first")
+		must(upd.Update(k, func(old []byte, found bool) ([]byte, error) {
+			calls = append(calls, fmt.Sprintf("%q %v", old, found))
+			return buf, nil
+		}), "Update of an absent value")
+		poison(buf)
+		expectEq(name(st)+": Update of an absent value calls fn with", []string{`"" false`}, calls)
+		expectEq(name(st)+" after Update of an absent value (the caller reused its buffer)", []string{"first"}, readAll(st, k))
+
+		snap, err := s.Snapshot()
+		must(err, "Snapshot")
+		for _, nv := range []string{"again", "longer value", "short"} { // the same length, then others
+			calls = calls[:0]
+			must(upd.Update(k, func(old []byte, found bool) ([]byte, error) {
+				calls = append(calls, fmt.Sprintf("%q %v", old, found))
+				if v, ok := getValue(st, k); !ok || v != string(old) {
+					fail("%s.Update: fn reads (%q, %v), want what it was given, %q", name(st), v, ok, old)
+				}
+				wantErr(st.(runtime.ValueState).Put(k, []byte("x")), runtime.ErrWriteDuringIteration, name(st)+".Put from inside Update")
+				return []byte(nv), nil
+			}), "Update")
+			if len(calls) != 1 {
+				fail("%s.Update called fn %d times, want once", name(st), len(calls))
+			}
+			expectEq(name(st)+" after Update to "+nv, []string{nv}, readAll(st, k))
+		}
+		snapVal := ""
+		must(snap.Scan(name(st), k.Group(), func(en runtime.Entry) error {
+			snapVal = string(en.Value)
+			return nil
+		}), "Scan")
+		must(snap.Release(), "Release")
+		if snapVal != "first" {
+			fail("%s: a snapshot taken before Updates reads %q, want %q", name(st), snapVal, "first")
+		}
+		// fn's result may be (part of) the old value.
+		must(upd.Update(k, func(old []byte, _ bool) ([]byte, error) { return old[1:3], nil }), "Update to part of old")
+		expectEq(name(st)+" after Update to old[1:3]", []string{"ho"}, readAll(st, k))
+		boom := errors.New("boom")
+		wantErr(upd.Update(k, func([]byte, bool) ([]byte, error) { return []byte("lost"), boom }), boom, name(st)+".Update whose fn fails")
+		expectEq(name(st)+" after an Update whose fn failed", []string{"ho"}, readAll(st, k))
+		wantAnyErr(upd.Update(k, nil), name(st)+".Update with a nil callback")
+	}
+}
+
 // wantAnyErr fails if err is nil.
 func wantAnyErr(err error, what string) {
 	if err == nil {
@@ -894,11 +956,14 @@ func everyOp(st runtime.State, k runtime.Key, check func(op string, err error)) 
 		_, _, err := st.Get(k)
 		check("Get", err)
 		check("Put", st.Put(k, v))
+		if upd, ok := st.(runtime.ValueUpdater); ok {
+			check("Update", upd.Update(k, func([]byte, bool) ([]byte, error) { return v, nil }))
+		}
 	case runtime.ListState:
 		check("Get", st.Get(k, func([]byte) bool { return true }))
 		check("Add", st.Add(k, v))
 		check("AddAll", st.AddAll(k, [][]byte{v}))
-		check("Update", st.Update(k, [][]byte{v}))
+		check("Replace", st.Replace(k, [][]byte{v}))
 	case runtime.MapState:
 		_, _, err := st.Get(k, v)
 		check("Get", err)
@@ -986,7 +1051,7 @@ func checkClosed(e *env) {
 			closed("Get", st.Get(k, func([]byte) bool { return true }))
 			closed("Add", st.Add(k, v))
 			closed("AddAll", st.AddAll(k, [][]byte{v}))
-			closed("Update", st.Update(k, nil))
+			closed("Replace", st.Replace(k, nil))
 		case runtime.MapState:
 			_, _, err := st.Get(k, v)
 			closed("Get", err)
@@ -1051,7 +1116,7 @@ func checkSnapshot(e *env) {
 	putValue(vs, key(k1, nil), []byte("b"))
 	must(vs.Clear(key(k2, nil)), "Clear")
 	must(ls.Add(key(k1, n1), []byte("w")), "Add")
-	must(ls.Update(key(k1, n2), nil), "Update")
+	must(ls.Replace(key(k1, n2), nil), "Replace")
 	ms := register(s, mapSpec)
 	putMap(ms, key(k2, n1), encString("u"), []byte("m"))
 	expectEq("snapshot after later writes and registrations", want1, mustDump(s1))
@@ -1401,7 +1466,7 @@ func checkWriteDuringIteration(e *env) {
 		{"Value Put", func() error { return val.Put(kns, []byte("w")) }},
 		{"Value Clear", func() error { return val.Clear(kns) }},
 		{"List Add", func() error { return list.Add(k, []byte("f")) }},
-		{"List Update", func() error { return list.Update(k, [][]byte{[]byte("g")}) }},
+		{"List Replace", func() error { return list.Replace(k, [][]byte{[]byte("g")}) }},
 		{"Map Put", func() error { return m.Put(k, []byte("u2"), []byte("v")) }},
 		{"Map Delete", func() error { return m.Delete(k, []byte("u")) }},
 		{"DeleteAll", func() error { return val.DeleteAll(kns) }},

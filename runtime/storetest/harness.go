@@ -483,8 +483,8 @@ func (h *harness) listOp() op {
 		}}
 	case r < 75:
 		in := inputs{elems: h.elems(true)}
-		return op{name: "Update", write: true, args: fmt.Sprintf(" %d elements", len(in.elems)), in: in, do: func(st runtime.State, k runtime.Key, in inputs) (any, error) {
-			return nil, st.(runtime.ListState).Update(k, in.elems)
+		return op{name: "Replace", write: true, args: fmt.Sprintf(" %d elements", len(in.elems)), in: in, do: func(st runtime.State, k runtime.Key, in inputs) (any, error) {
+			return nil, st.(runtime.ListState).Replace(k, in.elems)
 		}}
 	default:
 		return h.commonOp(h.rng.IntN(100))

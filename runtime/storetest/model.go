@@ -404,6 +404,34 @@ func (s *valueState) Put(k runtime.Key, value []byte) error {
 	return nil
 }
 
+// Update implements runtime.ValueUpdater.
+func (s *valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	if err := s.check(k, true, true); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("storetest: state %q: Update with a nil callback", s.spec.Name)
+	}
+	var old []byte
+	c := s.lookup(k)
+	if c != nil {
+		old = clone(c.value)
+	}
+	var nv []byte
+	var ferr error
+	s.m.callback(func() bool {
+		nv, ferr = fn(old, c != nil)
+		return true
+	})
+	val := clone(nv) // before old is poisoned: nv may be old
+	poison(old)
+	if ferr != nil {
+		return ferr
+	}
+	s.ensure(k).value = val
+	return nil
+}
+
 // listState is the handle of a KindList state.
 type listState struct{ *stateCore }
 
@@ -452,8 +480,8 @@ func (s *listState) AddAll(k runtime.Key, elems [][]byte) error {
 	return nil
 }
 
-// Update implements runtime.ListState.
-func (s *listState) Update(k runtime.Key, elems [][]byte) error {
+// Replace implements runtime.ListState.
+func (s *listState) Replace(k runtime.Key, elems [][]byte) error {
 	if err := s.check(k, true, true); err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func Process(st *ClickState, e Event) error {
 	if len(recent) > RecentEvents {
 		recent = recent[len(recent)-RecentEvents:]
 	}
-	if err := st.Recent.Update(e.User, recent); err != nil {
+	if err := st.Recent.Replace(e.User, recent); err != nil {
 		return err
 	}
 
