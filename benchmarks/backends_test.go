@@ -76,6 +76,8 @@ func allBackends() []backend {
 type target interface {
 	getValue(k int64) (Val, bool, error)
 	putValue(k int64, v Val) error
+	// updateValue sets k's value to fn(old, found): a read-modify-write.
+	updateValue(k int64, fn func(old Val, found bool) Val) error
 	addList(k int64, v Val) error
 	addAllList(k int64, vs []Val) error
 	updateList(k int64, vs []Val) error
@@ -145,6 +147,9 @@ func openStoreTarget(sb storeBackend, dir string) (target, error) {
 
 func (t *storeTarget) getValue(k int64) (Val, bool, error) { return t.value.Get(k) }
 func (t *storeTarget) putValue(k int64, v Val) error       { return t.value.Put(k, v) }
+func (t *storeTarget) updateValue(k int64, fn func(Val, bool) Val) error {
+	return t.value.Update(k, fn)
+}
 func (t *storeTarget) addList(k int64, v Val) error        { return t.list.Add(k, v) }
 func (t *storeTarget) addAllList(k int64, vs []Val) error  { return t.list.AddAll(k, vs) }
 func (t *storeTarget) updateList(k int64, vs []Val) error  { return t.list.Replace(k, vs) }

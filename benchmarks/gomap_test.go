@@ -39,6 +39,13 @@ func (g *goMap) putValue(k int64, v Val) error {
 	return nil
 }
 
+// updateValue is the Go idiom, a read and a write of the map.
+func (g *goMap) updateValue(k int64, fn func(Val, bool) Val) error {
+	v, ok := g.values[k]
+	g.values[k] = fn(v, ok)
+	return nil
+}
+
 func (g *goMap) addList(k int64, v Val) error {
 	g.lists[k] = append(g.lists[k], v)
 	return nil

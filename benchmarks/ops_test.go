@@ -45,6 +45,25 @@ func BenchmarkValuePut(b *testing.B) {
 	})
 }
 
+// BenchmarkValueUpdate adds to the value of a key with Update, the
+// read-modify-write of an aggregation (on cow one lookup, elsewhere a Get
+// and a Put; the Go map's is a read and a write).
+func BenchmarkValueUpdate(b *testing.B) {
+	forEachBackend(b, fillValues, func(b *testing.B, w *workload, f *fixture) {
+		t, keys := f.get(b), w.order(f.n)
+		for i := 0; f.loop(b); i++ {
+			k := keys[i%len(keys)]
+			check(b, t.updateValue(k, func(old Val, found bool) Val {
+				if !found || old.A != k {
+					b.Fatalf("Update of %d: old value %v, found %v", k, old.A, found)
+				}
+				old.B++
+				return old
+			}))
+		}
+	})
+}
+
 // BenchmarkValueAdd sets the value of a new key (Flink's valueAdd).
 func BenchmarkValueAdd(b *testing.B) {
 	forEachBackend(b, fillValues, func(b *testing.B, w *workload, f *fixture) {

@@ -140,6 +140,17 @@ func (r *rawBtree) putValue(k int64, v Val) error {
 	return nil
 }
 
+// updateValue is a lookup and a Set, as the btree backend does.
+func (r *rawBtree) updateValue(k int64, fn func(Val, bool) Val) error {
+	t, ik := r.key(r.value, k)
+	v, ok, err := r.lookup(t, ik)
+	if err != nil {
+		return err
+	}
+	r.set(t, ik, fn(v, ok))
+	return nil
+}
+
 // addAllList appends vs to k's list, in place when its buffer has room.
 func (r *rawBtree) addAllList(k int64, vs []Val) error {
 	t, ik := r.key(r.list, k)

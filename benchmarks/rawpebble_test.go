@@ -112,6 +112,16 @@ func (r *rawPebble) set(key []byte, v Val) error {
 func (r *rawPebble) getValue(k int64) (Val, bool, error) { return r.getVal(r.key(rawValueID, k)) }
 func (r *rawPebble) putValue(k int64, v Val) error       { return r.set(r.key(rawValueID, k), v) }
 
+// updateValue is a Get and a Set, as the pebble backend does.
+func (r *rawPebble) updateValue(k int64, fn func(Val, bool) Val) error {
+	key := r.key(rawValueID, k)
+	v, ok, err := r.getVal(key)
+	if err != nil {
+		return err
+	}
+	return r.set(key, fn(v, ok))
+}
+
 // elements encodes vs as a list value or merge operand: each element
 // preceded by its uvarint length.
 func (r *rawPebble) elements(vs []Val) []byte {

@@ -152,3 +152,30 @@ func TestReadModifyWrite(t *testing.T) {
 		t.Errorf("Map entry after 2 Updates of +1: (%d, %v), want (2, true)", got, ok)
 	}
 }
+
+// TestUpdateReadsThroughItsHandle: fn of an Update may read other keys
+// through the same handle, and a nested Update is refused; neither
+// disturbs the key being updated.
+func TestUpdateReadsThroughItsHandle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    runtime.Store
+	}{{"updater", newModel(t)}, {"get-put", noUpdater{newModel(t)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := must[runtime.Value[string, int64]](t)(runtime.NewValue(tc.s, runtime.ValueDescriptor[string, int64]{Name: "v", Key: runtime.StringCodec{}, Value: runtime.Int64Codec{}}))
+			check(t, v.Put("a-much-longer-key-than-the-other", 1))
+			check(t, v.Put("b", 100))
+			check(t, v.Update("a-much-longer-key-than-the-other", func(old int64, _ bool) int64 {
+				other, _, err := v.Get("b")
+				check(t, err)
+				if nested := v.Update("b", func(int64, bool) int64 { return 0 }); tc.name == "updater" && !errors.Is(nested, runtime.ErrWriteDuringIteration) {
+					t.Errorf("Update from inside Update = %v, want ErrWriteDuringIteration", nested)
+				}
+				return old + other
+			}))
+			if got, _, _ := v.Get("a-much-longer-key-than-the-other"); got != 101 {
+				t.Errorf("after Update reading another key: %d, want 101", got)
+			}
+		})
+	}
+}

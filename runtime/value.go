@@ -30,6 +30,12 @@ type valueHandle[K, N, V any] struct {
 	st  ValueState
 	upd ValueUpdater // st, if it updates in one lookup
 	vc  ValueCodec[V]
+	// The Update in progress: its function, and the error of decoding
+	// the old value. updCB, made once at bind, is the callback passed to
+	// upd: a closure made per call would be allocated per call.
+	updFn  func(old V, found bool) V
+	updErr error
+	updCB  func(old []byte, found bool) ([]byte, error)
 }
 
 func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V]) (*valueHandle[K, N, V], error) {
@@ -47,7 +53,9 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 		return nil, wrongStateType(spec, st)
 	}
 	h.st, h.vc = vs, vc
-	h.upd, _ = vs.(ValueUpdater)
+	if h.upd, _ = vs.(ValueUpdater); h.upd != nil {
+		h.updCB = h.updateCallback
+	}
 	return h, nil
 }
 
@@ -106,18 +114,16 @@ func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) er
 		return h.put(k, n, fn(old, found))
 	}
 	key := h.key(k, n)
-	var derr error
-	err := h.upd.Update(key, func(ob []byte, found bool) ([]byte, error) {
-		var old V
-		if found {
-			if err := decodeInto(h.vc, ob, &old); err != nil {
-				derr = h.errorf("decode value", err)
-				return nil, derr
-			}
-		}
-		h.vbuf = h.vc.AppendValue(h.vbuf[:0], fn(old, found))
-		return h.vbuf, nil
-	})
+	// fn may read through this handle: its keys must not overwrite key's
+	// bytes (see take). A store calls updCB at most once, and refuses an
+	// Update from inside it before calling anything: the fields are this
+	// call's alone while updCB runs.
+	buf := h.take()
+	h.updFn, h.updErr = fn, nil
+	err := h.upd.Update(key, h.updCB)
+	derr := h.updErr
+	h.updFn, h.updErr = nil, nil
+	h.give(buf)
 	switch {
 	case derr != nil:
 		return derr
@@ -125,6 +131,21 @@ func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) er
 		return h.errorf("update", err)
 	}
 	return nil
+}
+
+// updateCallback is updCB: it decodes the old value, calls the Update's
+// function and encodes its result.
+func (h *valueHandle[K, N, V]) updateCallback(ob []byte, found bool) ([]byte, error) {
+	fn := h.updFn
+	var old V
+	if found {
+		if err := decodeInto(h.vc, ob, &old); err != nil {
+			h.updErr = h.errorf("decode value", err)
+			return nil, h.updErr
+		}
+	}
+	h.vbuf = h.vc.AppendValue(h.vbuf[:0], fn(old, found))
+	return h.vbuf, nil
 }
 
 // Value is a handle on a keyed value state: one V per key K. The zero
@@ -162,7 +183,8 @@ func (v Value[K, V]) Put(k K, val V) error {
 // value (the zero V if !found): the shape of a reducing or aggregating
 // function. On a store whose values update in one lookup
 // (runtime.ValueUpdater: backends/cow), it costs one lookup, not a Get and
-// a Put.
+// a Put. fn may read the store but not write to it (such a store refuses
+// the write with ErrWriteDuringIteration).
 func (v Value[K, V]) Update(k K, fn func(old V, found bool) V) error {
 	if v.h == nil {
 		return ErrUnbound
