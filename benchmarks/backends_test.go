@@ -150,9 +150,9 @@ func (t *storeTarget) putValue(k int64, v Val) error       { return t.value.Put(
 func (t *storeTarget) updateValue(k int64, fn func(Val, bool) Val) error {
 	return t.value.Update(k, fn)
 }
-func (t *storeTarget) addList(k int64, v Val) error        { return t.list.Add(k, v) }
-func (t *storeTarget) addAllList(k int64, vs []Val) error  { return t.list.AddAll(k, vs) }
-func (t *storeTarget) updateList(k int64, vs []Val) error  { return t.list.Replace(k, vs) }
+func (t *storeTarget) addList(k int64, v Val) error       { return t.list.Add(k, v) }
+func (t *storeTarget) addAllList(k int64, vs []Val) error { return t.list.AddAll(k, vs) }
+func (t *storeTarget) updateList(k int64, vs []Val) error { return t.list.Replace(k, vs) }
 
 func (t *storeTarget) readList(k int64) (int, error) {
 	n := 0
