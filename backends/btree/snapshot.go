@@ -3,7 +3,6 @@ package btree
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -18,15 +17,15 @@ import (
 // writes the bytes of an item a snapshot can see (see item): nothing a
 // snapshot can reach is ever written again.
 type snapshot struct {
-	sh     *snapShared
+	lease  *storekit.Lease
 	maxP   int
 	groups srt.KeyGroupRange
 	layout layout
 	specs  []srt.StateSpec
-	// data is dropped by Release, so that the copies can be collected even
-	// if the snapshot itself is kept; a Scan running meanwhile on another
-	// goroutine keeps its own reference.
-	data atomic.Pointer[snapData]
+	// data is dropped when the snapshot is freed (by Release, or by the
+	// last Scan running then), so that the copies can be collected even if
+	// the snapshot itself is kept.
+	data *atomic.Pointer[snapData]
 }
 
 type snapData struct {
@@ -40,38 +39,19 @@ type stateView struct {
 	trees []*tree
 }
 
-// snapShared is the part of a snapshot that its leak cleanup uses: it must
-// not reference the snapshot itself.
-type snapShared struct {
-	released atomic.Bool
-	live     *atomic.Int64
-	seq      uint64
-	onLeak   func(uint64)
-}
-
 var _ srt.Snapshot = (*snapshot)(nil)
 
 func newSnapshot(s *Store, d *snapData) *snapshot {
-	sh := &snapShared{live: s.live, seq: s.seq, onLeak: s.opts.OnLeakedSnapshot}
+	data := new(atomic.Pointer[snapData])
+	data.Store(d)
 	sn := &snapshot{
-		sh:     sh,
 		maxP:   s.cfg.MaxParallelism,
 		groups: s.cfg.KeyGroups,
 		layout: s.layout,
 		specs:  slices.Clone(s.specs),
+		data:   data,
 	}
-	sn.data.Store(d)
-	s.live.Add(1)
-	// A snapshot collected unreleased is counted as released, and
-	// reported.
-	runtime.AddCleanup(sn, func(sh *snapShared) {
-		if sh.released.CompareAndSwap(false, true) {
-			sh.live.Add(-1)
-			if sh.onLeak != nil {
-				sh.onLeak(sh.seq)
-			}
-		}
-	}, sh)
+	sn.lease = storekit.Track(s.snaps, sn, func() error { data.Store(nil); return nil })
 	return sn
 }
 
@@ -88,12 +68,7 @@ func (sn *snapshot) States() []srt.StateSpec { return slices.Clone(sn.specs) }
 // goroutine, also while another one scans: that Scan then stops with
 // runtime.ErrReleased.
 func (sn *snapshot) Release() error {
-	if !sn.sh.released.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: snapshot %d", srt.ErrReleased, sn.sh.seq)
-	}
-	sn.data.Store(nil)
-	sn.sh.live.Add(-1)
-	return nil
+	return sn.lease.Release()
 }
 
 // Scan implements runtime.View. Entries come in item-key order: by key
@@ -102,20 +77,20 @@ func (sn *snapshot) Release() error {
 // the snapshot's items: they are read-only, and capped so that an append
 // copies.
 func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
-	d := sn.data.Load()
-	if d == nil || sn.sh.released.Load() {
-		return fmt.Errorf("%w: snapshot %d: cannot scan state %q", srt.ErrReleased, sn.sh.seq, name)
+	if err := sn.lease.BeginScan(name); err != nil {
+		return err
 	}
-	sv, ok := d.states[name]
+	defer sn.lease.EndScan()
+	sv, ok := sn.data.Load().states[name]
 	if !ok {
-		return fmt.Errorf("btree: snapshot %d has no state %q", sn.sh.seq, name)
+		return fmt.Errorf("btree: snapshot %d has no state %q", sn.lease.Seq(), name)
 	}
 	if !sn.groups.Contains(kg) {
 		return fmt.Errorf("%w: state %q: key group %d is not in the snapshot's key groups %v",
 			srt.ErrKeyGroupNotOwned, name, kg, sn.groups)
 	}
 	if fn == nil {
-		return fmt.Errorf("btree: snapshot %d: Scan of state %q with a nil callback", sn.sh.seq, name)
+		return fmt.Errorf("btree: snapshot %d: Scan of state %q with a nil callback", sn.lease.Seq(), name)
 	}
 	i := 0
 	if sn.layout == treePerGroup {
@@ -145,8 +120,8 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 		}
 		warm(batch[:n])
 		for _, x := range batch[:n] {
-			if sn.sh.released.Load() {
-				return fmt.Errorf("%w: snapshot %d released during a Scan of state %q", srt.ErrReleased, sn.sh.seq, name)
+			if sn.lease.Released() {
+				return sn.lease.ErrReleasedDuringScan(name)
 			}
 			if err := emit(sv.spec, x, &scratch, fn); err != nil {
 				if errors.Is(err, errBadItem) {

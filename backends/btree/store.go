@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
@@ -47,11 +46,9 @@ type Store struct {
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
-	// seq numbers snapshots for messages and OnLeakedSnapshot.
-	seq uint64
-	// live counts the snapshots not yet released. It is shared with the
-	// snapshots, which decrement it from any goroutine.
-	live *atomic.Int64
+	// snaps counts the snapshots; they report their release to it from
+	// any goroutine.
+	snaps *storekit.Snapshots
 	// scratch holds the item key of the current point operation.
 	scratch []byte
 	// buf and iter are a spare buffer and a spare iterator for iterations.
@@ -78,7 +75,7 @@ func newStore(opts Options, l layout) (*Store, error) {
 		opts:   o,
 		layout: l,
 		states: make(map[string]*state),
-		live:   new(atomic.Int64),
+		snaps:  storekit.NewSnapshots(o.OnLeakedSnapshot),
 	}, nil
 }
 
@@ -90,7 +87,7 @@ func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 // item of the trees it copied in memory, however much the live trees have
 // changed since (see also Options.OnLeakedSnapshot). It may be called from
 // any goroutine.
-func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
+func (s *Store) LiveSnapshots() int { return s.snaps.Live() }
 
 // Register implements runtime.Store.
 func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
@@ -140,7 +137,6 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: cannot take a snapshot", runtime.ErrClosed)
 	}
-	s.seq++
 	d := &snapData{states: make(map[string]*stateView, len(s.states))}
 	for name, st := range s.states {
 		sv := &stateView{spec: st.spec, trees: make([]*tree, len(st.trees))}

@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"sync/atomic"
 
 	srt "github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storekit"
 )
 
 // snapshot is the immutable view returned by Store.Snapshot: per state and
@@ -15,7 +15,7 @@ import (
 // changes a byte the snapshot can reach without first saving it in the
 // snapshot's undo log (see tableView), so the view stays what it was.
 type snapshot struct {
-	sh     *snapShared
+	lease  *storekit.Lease
 	maxP   int
 	groups srt.KeyGroupRange
 	specs  []srt.StateSpec
@@ -42,7 +42,7 @@ type tableView struct {
 	slabs [][]byte
 	main  htab
 	seq   uint64 // the snapshot's sequence number: pages made before it are its
-	sh    *snapShared
+	lease *storekit.Lease
 	pages atomic.Pointer[pageSet] // made by the first write or read that needs it
 }
 
@@ -187,110 +187,18 @@ func (ps *pageSet) undoRec(ref uint32, w int) (next uint32, slot int, rec []byte
 	return binary.LittleEndian.Uint32(e), int(binary.LittleEndian.Uint16(e[4:])), e[undoRecHeader : undoRecHeader+w : undoRecHeader+w]
 }
 
-// snapShared is the part of a snapshot that the leak cleanup and the
-// tables share: it must not reference the snapshot itself.
-type snapShared struct {
-	// state is relBit | freedBit | scans<<scanShift: whether Release was
-	// called, whether the snapshot has stopped counting as live, and how
-	// many Scans are running. A snapshot is freed once it is released and
-	// no Scan is running, so that a Release from another goroutine never
-	// lets the writer change bytes a running Scan is reading.
-	state  atomic.Uint64
-	live   *atomic.Int64
-	seq    uint64
-	onLeak func(uint64)
-	// states are the snapshot's views, whose undo logs free drops at once
-	// (the tables drop their pointers to the views lazily).
-	states map[string]*stateView
-}
-
-// free ends the snapshot's protection: it no longer counts as live, and
-// its undo logs are garbage.
-func (sh *snapShared) free() {
-	sh.live.Add(-1)
-	for _, sv := range sh.states {
+// freeViews ends the protection of a snapshot's views: their undo logs are
+// garbage at once (the tables drop their pointers to the views lazily). It
+// is the snapshot's storekit free function, so it must not reference the
+// snapshot.
+func freeViews(states map[string]*stateView) {
+	for _, sv := range states {
 		for i := range sv.tabs {
 			if p := &sv.tabs[i].pages; p.Load() != nil {
 				p.Store(nil)
 			}
 		}
 	}
-}
-
-const (
-	relBit    = 1
-	freedBit  = 2
-	scanShift = 2
-)
-
-// release marks the snapshot released, and frees it if no Scan is running.
-// It reports false if it was released already.
-func (sh *snapShared) release() bool {
-	for {
-		s := sh.state.Load()
-		if s&relBit != 0 {
-			return false
-		}
-		n := s | relBit
-		if s>>scanShift == 0 {
-			n |= freedBit
-		}
-		if sh.state.CompareAndSwap(s, n) {
-			if n&freedBit != 0 {
-				sh.free()
-			}
-			return true
-		}
-	}
-}
-
-// beginScan registers a running Scan; it fails once the snapshot is
-// released.
-func (sh *snapShared) beginScan() bool {
-	for {
-		s := sh.state.Load()
-		if s&relBit != 0 {
-			return false
-		}
-		if sh.state.CompareAndSwap(s, s+1<<scanShift) {
-			return true
-		}
-	}
-}
-
-// endScan ends a Scan, freeing the snapshot if it was released meanwhile
-// and this was the last Scan running.
-func (sh *snapShared) endScan() {
-	for {
-		s := sh.state.Load()
-		n := s - 1<<scanShift
-		if n&relBit != 0 && n>>scanShift == 0 {
-			n |= freedBit
-		}
-		if sh.state.CompareAndSwap(s, n) {
-			if n&freedBit != 0 && s&freedBit == 0 {
-				sh.free()
-			}
-			return
-		}
-	}
-}
-
-func (sh *snapShared) released() bool { return sh.state.Load()&relBit != 0 }
-
-// freed reports whether the snapshot no longer counts as live: writes need
-// not protect what it sees.
-func (sh *snapShared) freed() bool { return sh.state.Load()&freedBit != 0 }
-
-// arm registers the leak cleanup: a snapshot collected unreleased is
-// released, and reported. (No Scan can be running: a Scan holds the
-// snapshot.)
-func (sh *snapShared) arm(snap *snapshot) {
-	runtime.AddCleanup(snap, func(sh *snapShared) {
-		if sh.release() && sh.onLeak != nil {
-			sh.onLeak(sh.seq)
-		}
-	}, sh)
 }
 
 // MaxParallelism implements runtime.View.
@@ -307,23 +215,20 @@ func (sn *snapshot) States() []srt.StateSpec { return append([]srt.StateSpec(nil
 // runtime.ErrReleased at the next page, and the snapshot stops counting as
 // live when it returns.
 func (sn *snapshot) Release() error {
-	if !sn.sh.release() {
-		return fmt.Errorf("%w: snapshot %d", srt.ErrReleased, sn.sh.seq)
-	}
-	return nil
+	return sn.lease.Release()
 }
 
 // Scan implements runtime.View. Entries come in slot order of the key
 // group's table; a list's elements are consecutive and in order, a map's
 // entries ascend by user key.
 func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
-	if !sn.sh.beginScan() {
-		return fmt.Errorf("%w: snapshot %d", srt.ErrReleased, sn.sh.seq)
+	if err := sn.lease.BeginScan(name); err != nil {
+		return err
 	}
-	defer sn.sh.endScan()
+	defer sn.lease.EndScan()
 	sv, ok := sn.states[name]
 	if !ok {
-		return fmt.Errorf("cow: snapshot %d has no state %q", sn.sh.seq, name)
+		return fmt.Errorf("cow: snapshot %d has no state %q", sn.lease.Seq(), name)
 	}
 	if !sn.groups.Contains(kg) {
 		return fmt.Errorf("%w: state %q: key group %d is not in the snapshot's key groups %v",
@@ -337,7 +242,7 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	if sc == nil {
 		sc = newScanner()
 	}
-	sc.slabs, sc.kind, sc.fn = tv.slabs, sv.spec.Kind, fn
+	sc.slabs, sc.kind, sc.state, sc.fn = tv.slabs, sv.spec.Kind, name, fn
 	err := tv.scan(sc)
 	sc.slabs, sc.fn, sc.e, sc.err = nil, nil, srt.Entry{}, nil
 	sn.spare.Store(sc)
@@ -378,8 +283,8 @@ func (tv *tableView) scanPage(ps *pageSet, sc *scanner, j int, page []byte, w, f
 	st := &ps.pages[j]
 	st.reading.Add(1)
 	defer st.reading.Add(-1)
-	if tv.sh.released() {
-		return fmt.Errorf("%w: snapshot %d released during Scan", srt.ErrReleased, tv.sh.seq)
+	if tv.lease.Released() {
+		return tv.lease.ErrReleasedDuringScan(sc.state)
 	}
 	head := st.head.Load()
 	if head == 0 {
@@ -475,6 +380,7 @@ type scanner struct {
 	undo  undoSlots // scratch for pages with undo records
 	slabs [][]byte
 	kind  srt.Kind
+	state string // the state being scanned, for errors
 	fn    func(srt.Entry) error
 	e     srt.Entry // the entry being reported by the list and tree visitors
 	err   error

@@ -56,7 +56,7 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 	if len(t.slabs) > maxSlabs-slabHeadroom {
 		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group())
 	}
-	if t.cow = s.live.Load() != 0; !t.cow && len(t.prot) != 0 {
+	if t.cow = s.snaps.Any(); !t.cow && len(t.prot) != 0 {
 		t.dropFreed()
 	}
 	t.epoch = s.seq
@@ -241,7 +241,7 @@ func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 // it allocates nothing and moves nothing).
 func (v valueState) Put(k runtime.Key, value []byte) error {
 	st := v.state
-	if s := st.s; !s.closed && s.iterating == 0 && !st.spec.SubKeyed && len(k.Namespace()) == 0 && k.MaxParallelism() == s.cfg.MaxParallelism && s.live.Load() == 0 {
+	if s := st.s; !s.closed && s.iterating == 0 && !st.spec.SubKeyed && len(k.Namespace()) == 0 && k.MaxParallelism() == s.cfg.MaxParallelism && !s.snaps.Any() {
 		if i := k.Group() - st.start; uint(i) < uint(len(st.tabs)) {
 			if t := st.tabs[i]; t != nil {
 				if rec, _, vs, ve, res := lookupInline(&t.main, k.Hash(), k.Bytes(), nil); res == lookupFound && ve-vs == len(value) {
@@ -301,7 +301,7 @@ func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byt
 	if err != nil {
 		return err
 	}
-	if inPlace != nil && len(nv) == len(inPlace) && s.live.Load() == 0 && !s.closed {
+	if inPlace != nil && len(nv) == len(inPlace) && !s.snaps.Any() && !s.closed {
 		copy(inPlace, nv)
 		return nil
 	}

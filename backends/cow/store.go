@@ -3,7 +3,6 @@ package cow
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
@@ -24,10 +23,12 @@ type Store struct {
 	// updBuf holds the result of an Update's callback that goes through
 	// Put's general path.
 	updBuf []byte
-	// live counts the snapshots not yet released. It is shared with the
-	// snapshots, which decrement it from any goroutine.
-	live *atomic.Int64
-	seq  uint64
+	// snaps counts the snapshots; they report their release to it from
+	// any goroutine.
+	snaps *storekit.Snapshots
+	// seq is the sequence number of the last snapshot: the epoch of the
+	// pages and tables made since.
+	seq uint64
 	// testLoadFailed, if set (by tests), is called by a parallel Restore
 	// once a worker's failure has stopped the others.
 	testLoadFailed func()
@@ -46,7 +47,7 @@ func New(opts Options) (*Store, error) {
 		opts:    o,
 		states:  make(map[string]*state),
 		handles: make(map[string]runtime.State),
-		live:    new(atomic.Int64),
+		snaps:   storekit.NewSnapshots(o.OnLeakedSnapshot),
 	}, nil
 }
 
@@ -57,7 +58,7 @@ func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 // While it is above zero, writes copy what those snapshots can see; a count
 // that only grows is a leaked snapshot (see also Options.OnLeakedSnapshot).
 // It may be called from any goroutine.
-func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
+func (s *Store) LiveSnapshots() int { return s.snaps.Live() }
 
 // Register implements runtime.Store.
 func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
@@ -117,15 +118,15 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: cannot snapshot", runtime.ErrClosed)
 	}
-	s.seq++
-	sh := &snapShared{live: s.live, seq: s.seq, onLeak: s.opts.OnLeakedSnapshot}
+	views := make(map[string]*stateView, len(s.states))
 	snap := &snapshot{
-		sh:     sh,
 		maxP:   s.cfg.MaxParallelism,
 		groups: s.cfg.KeyGroups,
 		specs:  s.States(),
-		states: make(map[string]*stateView, len(s.states)),
+		states: views,
 	}
+	snap.lease = storekit.Track(s.snaps, snap, func() error { freeViews(views); return nil })
+	s.seq = snap.lease.Seq()
 	for name, st := range s.states {
 		sv := &stateView{spec: st.spec, tabs: make([]tableView, len(st.tabs))}
 		for i, t := range st.tabs {
@@ -137,16 +138,13 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 				continue
 			}
 			tv := &sv.tabs[i]
-			tv.slabs, tv.main, tv.seq, tv.sh = t.slabs, t.main, s.seq, sh
+			tv.slabs, tv.main, tv.seq, tv.lease = t.slabs, t.main, s.seq, snap.lease
 			t.protect(tv)
 			t.marks = t.mark()
 			t.frozenEpoch = s.seq
 		}
 		snap.states[name] = sv
 	}
-	sh.states = snap.states
-	s.live.Add(1)
-	sh.arm(snap)
 	return snap, nil
 }
 

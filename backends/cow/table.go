@@ -58,7 +58,7 @@ func (t *table) guard(p *pg, i, pos, w int) bool {
 	ok := true
 	keep := t.prot[:0]
 	for _, tv := range t.prot {
-		if tv.sh.freed() {
+		if tv.lease.Freed() {
 			continue
 		}
 		keep = append(keep, tv)
@@ -87,7 +87,7 @@ func (t *table) protect(tv *tableView) {
 func (t *table) dropFreed() {
 	keep := t.prot[:0]
 	for _, v := range t.prot {
-		if !v.sh.freed() {
+		if !v.lease.Freed() {
 			keep = append(keep, v)
 		}
 	}

@@ -37,11 +37,9 @@ type Store struct {
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
-	// seq numbers snapshots for messages and OnLeakedSnapshot.
-	seq uint64
-	// live counts the snapshots not yet released; the snapshots decrement
-	// it from any goroutine.
-	live *atomic.Int64
+	// snaps counts the snapshots; they report their release to it from
+	// any goroutine.
+	snaps *storekit.Snapshots
 
 	kbuf []byte   // the key of the current point operation
 	vbuf []byte   // the value returned by the last Get
@@ -170,7 +168,7 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 		db:     db,
 		wo:     writeOptions(o.Sync),
 		states: make(map[string]*state),
-		live:   new(atomic.Int64),
+		snaps:  storekit.NewSnapshots(o.OnLeakedSnapshot),
 	}
 	if err := s.loadMeta(existing); err != nil {
 		return fail(fmt.Errorf("pebble: working directory %q: %w", dir, err))
@@ -291,7 +289,7 @@ func (s *Store) Dir() string { return s.h.dir }
 // A count that only grows is a leaked snapshot: each pins the versions of
 // the entries it can see, which Pebble then cannot compact away (see also
 // Options.OnLeakedSnapshot). It may be called from any goroutine.
-func (s *Store) LiveSnapshots() int { return int(s.live.Load()) }
+func (s *Store) LiveSnapshots() int { return s.snaps.Live() }
 
 // Metrics returns Pebble's metrics of the working directory: memtable and
 // block-cache sizes, levels, compactions. It returns nil after Close.
@@ -369,7 +367,6 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	if !s.h.ref() {
 		return nil, fmt.Errorf("%w: cannot take a snapshot", runtime.ErrClosed)
 	}
-	s.seq++
 	ids := make(map[string]stateRef, len(s.states))
 	for name, st := range s.states {
 		ids[name] = stateRef{spec: st.spec, id: st.id}

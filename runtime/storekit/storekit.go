@@ -1,8 +1,14 @@
 // Package storekit holds what every Store implementation does alike,
 // written once: the checks a Restore runs before it loads anything
-// (CheckRestore) and the checks of every restored entry (CheckEntry). The
-// backends (cow, btree, pebble) and the reference model (runtime/storetest)
-// import it, so their answers to bad input cannot drift apart, and the
+// (CheckRestore), the checks of every restored entry (CheckEntry), of
+// Register (CheckRegister) and of every Key (CheckKey); the walk that lets
+// an iteration delete or replace the entry it visits (Edit); the tracking
+// of snapshots — numbering, the live count, Release during a Scan, leaks
+// (Snapshots and Lease); the sorted key layout that btree and pebble share
+// (AppendEntry, SplitEntry and the framing beneath them); and the codes
+// that pin each runtime.Kind in stored bytes (KindCode). The backends
+// (cow, btree, pebble) and the reference model (runtime/storetest) import
+// it, so their answers to bad input cannot drift apart, and the
 // conformance suite pins those answers for every Store, third-party ones
 // included.
 //

@@ -37,6 +37,7 @@ const (
 	namespacesByLength
 	editAppliesAfterError
 	updateIgnoresError
+	freesDuringScan
 )
 
 // flawed is a Model with one flaw.
@@ -103,6 +104,8 @@ func (s *flawed) Snapshot() (runtime.Snapshot, error) {
 		return lenientRelease{snap}, nil
 	case scansInterfere:
 		return &interferingScans{Snapshot: snap}, nil
+	case freesDuringScan:
+		return &freedDuringScan{Snapshot: snap, live: s.Model}, nil
 	}
 	return snap, nil
 }
@@ -121,6 +124,39 @@ func (s *interferingScans) Scan(state string, kg int, fn func(runtime.Entry) err
 	return s.Snapshot.Scan(state, kg, func(e runtime.Entry) error {
 		if s.running.Load() > 1 {
 			e.Value = []byte("spoiled by another Scan")
+		}
+		return fn(e)
+	})
+}
+
+// freedDuringScan is a snapshot freed by a Release that comes during a
+// Scan: the rest of the Scan reads the live store's bytes, as a
+// copy-on-write backend would that stopped protecting pages at Release.
+type freedDuringScan struct {
+	runtime.Snapshot
+	live     *Model
+	released atomic.Bool
+}
+
+func (s *freedDuringScan) Release() error {
+	s.released.Store(true)
+	return s.Snapshot.Release()
+}
+
+func (s *freedDuringScan) Scan(state string, kg int, fn func(runtime.Entry) error) error {
+	return s.Snapshot.Scan(state, kg, func(e runtime.Entry) error {
+		if s.released.Load() {
+			cur, err := s.live.Snapshot()
+			if err != nil {
+				return err
+			}
+			_ = cur.Scan(state, kg, func(c runtime.Entry) error {
+				if bytes.Equal(c.Key, e.Key) && bytes.Equal(c.Namespace, e.Namespace) && bytes.Equal(c.UserKey, e.UserKey) {
+					e.Value = bytes.Clone(c.Value)
+				}
+				return nil
+			})
+			_ = cur.Release()
 		}
 		return fn(e)
 	})
@@ -409,6 +445,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"NamespacesByLength", namespacesByLength, []string{"Contract/Order"}},
 		{"EditAppliesAfterError", editAppliesAfterError, []string{"Contract/Edit"}},
 		{"UpdateIgnoresError", updateIgnoresError, []string{"Contract/ValueUpdate"}},
+		{"FreesDuringScan", freesDuringScan, []string{"Contract/ReleaseDuringScan"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -38,6 +39,7 @@ func contractChecks() []check {
 		{"Closed", checkClosed},
 		{"Snapshot", checkSnapshot},
 		{"SnapshotRelease", checkSnapshotRelease},
+		{"ReleaseDuringScan", checkReleaseDuringScan},
 		{"Restore", checkRestore},
 		{"RestoreErrors", checkRestoreErrors},
 		{"RestoreBadViews", checkRestoreBadViews},
@@ -1183,6 +1185,58 @@ func mustDump(v runtime.View) Contents {
 	c, err := Dump(v)
 	must(err, "Dump")
 	return c
+}
+
+// checkReleaseDuringScan: Release may come while a Scan runs (here from
+// its own callback, which then rewrites every entry the Scan has still to
+// yield): Release succeeds, the Scan either ends normally or stops with
+// ErrReleased, and every entry it yields is the snapshot's, never a write
+// made after the Release — the snapshot is freed only when the Scan ends.
+// Then the snapshot is released for good.
+func checkReleaseDuringScan(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	st := register(s, runtime.StateSpec{Name: "release.scan", Kind: runtime.KindValue})
+	byGroup := map[int][]runtime.Key{}
+	best := -1
+	for i := uint32(0); best < 0 || len(byGroup[best]) < 12; i++ {
+		k := u32(i, nil)
+		putValue(st, k, fmt.Appendf(nil, "old-%06d", i))
+		byGroup[k.Group()] = append(byGroup[k.Group()], k)
+		if best < 0 || len(byGroup[k.Group()]) > len(byGroup[best]) {
+			best = k.Group()
+		}
+	}
+	snap, err := s.Snapshot()
+	must(err, "Snapshot")
+	yielded, released := 0, false
+	err = snap.Scan("release.scan", best, func(en runtime.Entry) error {
+		if !released {
+			released = true
+			must(snap.Release(), "Release during a Scan")
+			for _, k := range byGroup[best] {
+				old, _ := getValue(st, k)
+				putValue(st, k, []byte("new"+old[3:]))
+			}
+		}
+		yielded++
+		if !bytes.HasPrefix(en.Value, []byte("old-")) {
+			fail("a Scan released by its callback yielded %q for key %x: a write made after the Release, want the snapshot's value", en.Value, en.Key)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, runtime.ErrReleased) {
+		fail("a Scan whose snapshot was released during it returned %v, want nil or ErrReleased", err)
+	}
+	if err == nil && yielded != len(byGroup[best]) {
+		fail("a Scan released during it returned nil after %d of %d entries: it must yield all or fail with ErrReleased", yielded, len(byGroup[best]))
+	}
+	wantErr(snap.Release(), runtime.ErrReleased, "Release after a Release during a Scan")
+	wantErr(snap.Scan("release.scan", best, func(runtime.Entry) error { return nil }), runtime.ErrReleased, "Scan after a Release during a Scan")
+	for _, k := range byGroup[best] {
+		if v, _ := getValue(st, k); !strings.HasPrefix(v, "new-") {
+			fail("store reads %q for %s after the rewrite, want the new value", v, keyDesc(k))
+		}
+	}
 }
 
 func checkSnapshotRelease(e *env) {
