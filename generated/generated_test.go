@@ -191,10 +191,13 @@ func TestOpenBindsEveryState(t *testing.T) {
 	}
 }
 
+// TestHugeCountErrorNamesTheField: a count the input cannot hold is
+// refused before anything is allocated, with the runtime's own wording (the
+// generated code calls the runtime's error helpers), prefixed by the field.
 func TestHugeCountErrorNamesTheField(t *testing.T) {
 	b := append(runtime.AppendTimeValue([]byte{0, 0}, time.Time{}), 0xff, 0xff, 0xff, 0x7f, 0)
 	_, _, err := EventCodec{}.DecodeValue(b)
-	const want = "Event.Tags: stategen: corrupt encoding: []string: 268435454 elements cannot fit in the 1 remaining bytes"
+	const want = "Event.Tags: stategen: corrupt encoding: []string: count 268435454 exceeds the 1 remaining bytes"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}

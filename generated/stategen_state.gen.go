@@ -468,7 +468,7 @@ func stategenAppendVPtrToFloat64(dst []byte, v *float64) []byte {
 
 func stategenDecodeVPtrToFloat64(v **float64, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*float64", 1, 0)
+		return nil, runtime.ShortError("*float64", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -476,7 +476,7 @@ func stategenDecodeVPtrToFloat64(v **float64, src []byte, a *strings.Builder) (_
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*float64", src[0])
+		return nil, runtime.TagError("*float64", src[0])
 	}
 	src = src[1:]
 	p := new(float64)
@@ -498,7 +498,7 @@ func stategenAppendVPtrToAgg(dst []byte, v *Agg) []byte {
 
 func stategenDecodeVPtrToAgg(v **Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*Agg", 1, 0)
+		return nil, runtime.ShortError("*Agg", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -506,7 +506,7 @@ func stategenDecodeVPtrToAgg(v **Agg, src []byte, a *strings.Builder) (_ []byte,
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*Agg", src[0])
+		return nil, runtime.TagError("*Agg", src[0])
 	}
 	src = src[1:]
 	p := new(Agg)
@@ -528,7 +528,7 @@ func stategenAppendVPtrToAgg2(dst []byte, v *Agg2) []byte {
 
 func stategenDecodeVPtrToAgg2(v **Agg2, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*Agg2", 1, 0)
+		return nil, runtime.ShortError("*Agg2", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -536,7 +536,7 @@ func stategenDecodeVPtrToAgg2(v **Agg2, src []byte, a *strings.Builder) (_ []byt
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*Agg2", src[0])
+		return nil, runtime.TagError("*Agg2", src[0])
 	}
 	src = src[1:]
 	p := new(Agg2)
@@ -558,7 +558,7 @@ func stategenAppendVPtrToExtra(dst []byte, v *Extra) []byte {
 
 func stategenDecodeVPtrToExtra(v **Extra, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*Extra", 1, 0)
+		return nil, runtime.ShortError("*Extra", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -566,7 +566,7 @@ func stategenDecodeVPtrToExtra(v **Extra, src []byte, a *strings.Builder) (_ []b
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*Extra", src[0])
+		return nil, runtime.TagError("*Extra", src[0])
 	}
 	src = src[1:]
 	p := new(Extra)
@@ -588,7 +588,7 @@ func stategenAppendVPtrToInt64(dst []byte, v *int64) []byte {
 
 func stategenDecodeVPtrToInt64(v **int64, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*int64", 1, 0)
+		return nil, runtime.ShortError("*int64", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -596,7 +596,7 @@ func stategenDecodeVPtrToInt64(v **int64, src []byte, a *strings.Builder) (_ []b
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*int64", src[0])
+		return nil, runtime.TagError("*int64", src[0])
 	}
 	src = src[1:]
 	p := new(int64)
@@ -629,7 +629,7 @@ func stategenAppendVArray2OfUint8(dst []byte, v *[2]uint8) []byte {
 
 func stategenDecodeVArray2OfUint8(v *[2]uint8, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) < 2 {
-		return nil, stategenShortError("[2]uint8", 2, len(src))
+		return nil, runtime.ShortError("[2]uint8", 2, len(src))
 	}
 	copy(v[:], src)
 	return src[2:], nil
@@ -657,7 +657,7 @@ func stategenAppendVArray8OfUint8(dst []byte, v *[8]uint8) []byte {
 
 func stategenDecodeVArray8OfUint8(v *[8]uint8, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) < 8 {
-		return nil, stategenShortError("[8]uint8", 8, len(src))
+		return nil, runtime.ShortError("[8]uint8", 8, len(src))
 	}
 	copy(v[:], src)
 	return src[8:], nil
@@ -685,7 +685,7 @@ func stategenDecodeVSliceOfPtrToFloat64(v *[]*float64, src []byte, a *strings.Bu
 	}
 	n := u - 1
 	if n > uint64(len(src)) {
-		return nil, stategenCountError("[]*float64", n, len(src))
+		return nil, runtime.CountError("[]*float64", n, len(src))
 	}
 	s := make([]*float64, n)
 	for i := range s {
@@ -719,7 +719,7 @@ func stategenDecodeVSliceOfColor(v *[]Color, src []byte, a *strings.Builder) (_ 
 	}
 	n := u - 1
 	if n > uint64(len(src)) {
-		return nil, stategenCountError("[]Color", n, len(src))
+		return nil, runtime.CountError("[]Color", n, len(src))
 	}
 	s := make([]Color, n)
 	for i := range s {
@@ -757,11 +757,11 @@ func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (
 	}
 	n := u - 1
 	if n > uint64(len(src)) {
-		return nil, stategenCountError("[]string", n, len(src))
+		return nil, runtime.CountError("[]string", n, len(src))
 	}
 	s := make([]string, n)
 	for i := range s {
-		if s[i], src, err = stategenString(src, a); err != nil {
+		if s[i], src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 	}
@@ -796,75 +796,75 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 
 func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if src, err = stategenDecodeVBase(&v.Base, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Base", err)
+		return nil, runtime.FieldError("Agg.Base", err)
 	}
 	if src, err = stategenDecodeVPtrToExtra(&v.Extra, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Extra", err)
+		return nil, runtime.FieldError("Agg.Extra", err)
 	}
 	if v.Min, src, err = runtime.DecodeFloat32Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Min", err)
+		return nil, runtime.FieldError("Agg.Min", err)
 	}
 	if v.Max, src, err = runtime.DecodeFloat32Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Max", err)
+		return nil, runtime.FieldError("Agg.Max", err)
 	}
 	if src, err = stategenDecodeVGeoPoint(&v.Where, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Where", err)
+		return nil, runtime.FieldError("Agg.Where", err)
 	}
 	if src, err = stategenDecodeVGeoRegion(&v.Path, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Path", err)
+		return nil, runtime.FieldError("Agg.Path", err)
 	}
 	if src, err = stategenDecodeVGeoPairOfStringAndInt64(&v.Pair, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Pair", err)
+		return nil, runtime.FieldError("Agg.Pair", err)
 	}
 	if src, err = stategenDecodeVArray2OfArray3OfInt16(&v.Matrix, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Matrix", err)
+		return nil, runtime.FieldError("Agg.Matrix", err)
 	}
 	if src, err = stategenDecodeVArray8OfUint8(&v.Hash, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Hash", err)
+		return nil, runtime.FieldError("Agg.Hash", err)
 	}
 	if src, err = stategenDecodeVSliceOfColor(&v.Colors, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Colors", err)
+		return nil, runtime.FieldError("Agg.Colors", err)
 	}
 	if src, err = stategenDecodeVTags(&v.Levels, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Levels", err)
+		return nil, runtime.FieldError("Agg.Levels", err)
 	}
 	if src, err = stategenDecodeVMapOfColorToSliceOfString(&v.ByColor, src, a); err != nil {
-		return nil, stategenFieldError("Agg.ByColor", err)
+		return nil, runtime.FieldError("Agg.ByColor", err)
 	}
 	if src, err = stategenDecodeVMapOfStringToMapOfInt32ToBool(&v.Nested, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Nested", err)
+		return nil, runtime.FieldError("Agg.Nested", err)
 	}
 	if src, err = stategenDecodeVPtrToAgg2(&v.Next, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Next", err)
+		return nil, runtime.FieldError("Agg.Next", err)
 	}
 	if src, err = stategenDecodeVPtrToInt64(&v.Maybe, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Maybe", err)
+		return nil, runtime.FieldError("Agg.Maybe", err)
 	}
 	{
 		var t1 []byte
 		if t1, src, err = runtime.DecodeBytesValue(src); err != nil {
-			return nil, stategenFieldError("Agg.Blob", err)
+			return nil, runtime.FieldError("Agg.Blob", err)
 		}
 		v.Blob = Blob(t1)
 	}
 	{
 		var t2 time.Time
 		if t2, src, err = runtime.DecodeTimeValue(src); err != nil {
-			return nil, stategenFieldError("Agg.Stamp", err)
+			return nil, runtime.FieldError("Agg.Stamp", err)
 		}
 		v.Stamp = Stamp(t2)
 	}
 	if src, err = stategenDecodeVWindow(&v.Window, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Window", err)
+		return nil, runtime.FieldError("Agg.Window", err)
 	}
 	if src, err = stategenDecodeVStruct601a1b83(&v.Anonymous, src, a); err != nil {
-		return nil, stategenFieldError("Agg.Anonymous", err)
+		return nil, runtime.FieldError("Agg.Anonymous", err)
 	}
-	if v.hidden, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Agg.hidden", err)
+	if v.hidden, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Agg.hidden", err)
 	}
 	if src, err = stategenDecodeVStruct0d0ad1bd(&v.empty, src, a); err != nil {
-		return nil, stategenFieldError("Agg.empty", err)
+		return nil, runtime.FieldError("Agg.empty", err)
 	}
 	return src, nil
 }
@@ -878,13 +878,13 @@ func stategenAppendVAgg2(dst []byte, v *Agg2) []byte {
 func stategenDecodeVAgg2(v *Agg2, src []byte, a *strings.Builder) (_ []byte, err error) {
 	{
 		var t1 string
-		if t1, src, err = stategenString(src, a); err != nil {
-			return nil, stategenFieldError("Agg2.Label", err)
+		if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+			return nil, runtime.FieldError("Agg2.Label", err)
 		}
 		v.Label = Level(t1)
 	}
 	if src, err = stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(&v.Set, src, a); err != nil {
-		return nil, stategenFieldError("Agg2.Set", err)
+		return nil, runtime.FieldError("Agg2.Set", err)
 	}
 	return src, nil
 }
@@ -897,10 +897,10 @@ func stategenAppendVBase(dst []byte, v *Base) []byte {
 
 func stategenDecodeVBase(v *Base, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Base.Count", err)
+		return nil, runtime.FieldError("Base.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Base.Sum", err)
+		return nil, runtime.FieldError("Base.Sum", err)
 	}
 	return src, nil
 }
@@ -917,22 +917,22 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 
 func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Event.ID", err)
+		return nil, runtime.FieldError("Event.ID", err)
 	}
-	if v.Name, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Event.Name", err)
+	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Event.Name", err)
 	}
 	if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
-		return nil, stategenFieldError("Event.At", err)
+		return nil, runtime.FieldError("Event.At", err)
 	}
 	if src, err = stategenDecodeVSliceOfString(&v.Tags, src, a); err != nil {
-		return nil, stategenFieldError("Event.Tags", err)
+		return nil, runtime.FieldError("Event.Tags", err)
 	}
 	if v.Score, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Event.Score", err)
+		return nil, runtime.FieldError("Event.Score", err)
 	}
 	if src, err = stategenDecodeVMapOfStringToInt64(&v.Counts, src, a); err != nil {
-		return nil, stategenFieldError("Event.Counts", err)
+		return nil, runtime.FieldError("Event.Counts", err)
 	}
 	return src, nil
 }
@@ -943,8 +943,8 @@ func stategenAppendVExtra(dst []byte, v *Extra) []byte {
 }
 
 func stategenDecodeVExtra(v *Extra, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Note, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Extra.Note", err)
+	if v.Note, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Extra.Note", err)
 	}
 	return src, nil
 }
@@ -972,55 +972,55 @@ func stategenAppendVScalars(dst []byte, v *Scalars) []byte {
 
 func stategenDecodeVScalars(v *Scalars, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.B, src, err = runtime.DecodeBoolValue(src); err != nil {
-		return nil, stategenFieldError("Scalars.B", err)
+		return nil, runtime.FieldError("Scalars.B", err)
 	}
 	if v.I, src, err = runtime.DecodeIntValue(src); err != nil {
-		return nil, stategenFieldError("Scalars.I", err)
+		return nil, runtime.FieldError("Scalars.I", err)
 	}
 	if v.I8, src, err = runtime.DecodeInt8Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.I8", err)
+		return nil, runtime.FieldError("Scalars.I8", err)
 	}
 	if v.I16, src, err = runtime.DecodeInt16Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.I16", err)
+		return nil, runtime.FieldError("Scalars.I16", err)
 	}
 	if v.I32, src, err = runtime.DecodeInt32Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.I32", err)
+		return nil, runtime.FieldError("Scalars.I32", err)
 	}
 	if v.I64, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.I64", err)
+		return nil, runtime.FieldError("Scalars.I64", err)
 	}
 	if v.U, src, err = runtime.DecodeUintValue(src); err != nil {
-		return nil, stategenFieldError("Scalars.U", err)
+		return nil, runtime.FieldError("Scalars.U", err)
 	}
 	if v.U8, src, err = runtime.DecodeUint8Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.U8", err)
+		return nil, runtime.FieldError("Scalars.U8", err)
 	}
 	if v.U16, src, err = runtime.DecodeUint16Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.U16", err)
+		return nil, runtime.FieldError("Scalars.U16", err)
 	}
 	if v.U32, src, err = runtime.DecodeUint32Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.U32", err)
+		return nil, runtime.FieldError("Scalars.U32", err)
 	}
 	if v.U64, src, err = runtime.DecodeUint64Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.U64", err)
+		return nil, runtime.FieldError("Scalars.U64", err)
 	}
 	if v.F32, src, err = runtime.DecodeFloat32Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.F32", err)
+		return nil, runtime.FieldError("Scalars.F32", err)
 	}
 	if v.F64, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Scalars.F64", err)
+		return nil, runtime.FieldError("Scalars.F64", err)
 	}
-	if v.S, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Scalars.S", err)
+	if v.S, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Scalars.S", err)
 	}
 	if v.Bs, src, err = runtime.DecodeBytesValue(src); err != nil {
-		return nil, stategenFieldError("Scalars.Bs", err)
+		return nil, runtime.FieldError("Scalars.Bs", err)
 	}
 	if v.T, src, err = runtime.DecodeTimeValue(src); err != nil {
-		return nil, stategenFieldError("Scalars.T", err)
+		return nil, runtime.FieldError("Scalars.T", err)
 	}
 	if v.D, src, err = runtime.DecodeDurationValue(src); err != nil {
-		return nil, stategenFieldError("Scalars.D", err)
+		return nil, runtime.FieldError("Scalars.D", err)
 	}
 	return src, nil
 }
@@ -1047,13 +1047,13 @@ func stategenDecodeVTags(v *Tags, src []byte, a *strings.Builder) (_ []byte, err
 	}
 	n := u - 1
 	if n > uint64(len(src)) {
-		return nil, stategenCountError("Tags", n, len(src))
+		return nil, runtime.CountError("Tags", n, len(src))
 	}
 	s := make(Tags, n)
 	for i := range s {
 		{
 			var t1 string
-			if t1, src, err = stategenString(src, a); err != nil {
+			if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 				return nil, err
 			}
 			s[i] = Level(t1)
@@ -1071,10 +1071,10 @@ func stategenAppendVWindow(dst []byte, v *Window) []byte {
 
 func stategenDecodeVWindow(v *Window, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Window.Start", err)
+		return nil, runtime.FieldError("Window.Start", err)
 	}
 	if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Window.End", err)
+		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
 }
@@ -1088,15 +1088,15 @@ func stategenAppendVGeoPairOfLevelAndBlob(dst []byte, v *geo.Pair[Level, Blob]) 
 func stategenDecodeVGeoPairOfLevelAndBlob(v *geo.Pair[Level, Blob], src []byte, a *strings.Builder) (_ []byte, err error) {
 	{
 		var t1 string
-		if t1, src, err = stategenString(src, a); err != nil {
-			return nil, stategenFieldError("Pair.First", err)
+		if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+			return nil, runtime.FieldError("Pair.First", err)
 		}
 		v.First = Level(t1)
 	}
 	{
 		var t2 []byte
 		if t2, src, err = runtime.DecodeBytesValue(src); err != nil {
-			return nil, stategenFieldError("Pair.Second", err)
+			return nil, runtime.FieldError("Pair.Second", err)
 		}
 		v.Second = Blob(t2)
 	}
@@ -1110,11 +1110,11 @@ func stategenAppendVGeoPairOfStringAndInt64(dst []byte, v *geo.Pair[string, int6
 }
 
 func stategenDecodeVGeoPairOfStringAndInt64(v *geo.Pair[string, int64], src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.First, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Pair.First", err)
+	if v.First, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Pair.First", err)
 	}
 	if v.Second, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Pair.Second", err)
+		return nil, runtime.FieldError("Pair.Second", err)
 	}
 	return src, nil
 }
@@ -1127,10 +1127,10 @@ func stategenAppendVGeoPoint(dst []byte, v *geo.Point) []byte {
 
 func stategenDecodeVGeoPoint(v *geo.Point, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Lat, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Point.Lat", err)
+		return nil, runtime.FieldError("Point.Lat", err)
 	}
 	if v.Lon, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Point.Lon", err)
+		return nil, runtime.FieldError("Point.Lon", err)
 	}
 	return src, nil
 }
@@ -1157,7 +1157,7 @@ func stategenDecodeVGeoRegion(v *geo.Region, src []byte, a *strings.Builder) (_ 
 	}
 	n := u - 1
 	if n > uint64(len(src))/16 {
-		return nil, stategenCountError("geo.Region", n, len(src))
+		return nil, runtime.CountError("geo.Region", n, len(src))
 	}
 	s := make(geo.Region, n)
 	for i := range s {
@@ -1192,7 +1192,7 @@ func stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(v *map[[2]uint8]struct{},
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[[2]uint8]struct{}", n, len(src))
+		return nil, runtime.CountError("map[[2]uint8]struct{}", n, len(src))
 	}
 	m := make(map[[2]uint8]struct{}, n)
 	for range n {
@@ -1207,7 +1207,7 @@ func stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(v *map[[2]uint8]struct{},
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[[2]uint8]struct{}")
+		return nil, runtime.DupKeyError("map[[2]uint8]struct{}")
 	}
 	*v = m
 	return src, nil
@@ -1236,7 +1236,7 @@ func stategenDecodeVMapOfColorToSliceOfString(v *map[Color][]string, src []byte,
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[Color][]string", n, len(src))
+		return nil, runtime.CountError("map[Color][]string", n, len(src))
 	}
 	m := make(map[Color][]string, n)
 	for range n {
@@ -1255,7 +1255,7 @@ func stategenDecodeVMapOfColorToSliceOfString(v *map[Color][]string, src []byte,
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[Color][]string")
+		return nil, runtime.DupKeyError("map[Color][]string")
 	}
 	*v = m
 	return src, nil
@@ -1284,7 +1284,7 @@ func stategenDecodeVMapOfInt32ToBool(v *map[int32]bool, src []byte, a *strings.B
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[int32]bool", n, len(src))
+		return nil, runtime.CountError("map[int32]bool", n, len(src))
 	}
 	m := make(map[int32]bool, n)
 	for range n {
@@ -1299,7 +1299,7 @@ func stategenDecodeVMapOfInt32ToBool(v *map[int32]bool, src []byte, a *strings.B
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[int32]bool")
+		return nil, runtime.DupKeyError("map[int32]bool")
 	}
 	*v = m
 	return src, nil
@@ -1328,13 +1328,13 @@ func stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v *map[string][]*float64, s
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[string][]*float64", n, len(src))
+		return nil, runtime.CountError("map[string][]*float64", n, len(src))
 	}
 	m := make(map[string][]*float64, n)
 	for range n {
 		var k string
 		var x []*float64
-		if k, src, err = stategenString(src, a); err != nil {
+		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 		if src, err = stategenDecodeVSliceOfPtrToFloat64(&x, src, a); err != nil {
@@ -1343,7 +1343,7 @@ func stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v *map[string][]*float64, s
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[string][]*float64")
+		return nil, runtime.DupKeyError("map[string][]*float64")
 	}
 	*v = m
 	return src, nil
@@ -1372,13 +1372,13 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[string]int64", n, len(src))
+		return nil, runtime.CountError("map[string]int64", n, len(src))
 	}
 	m := make(map[string]int64, n)
 	for range n {
 		var k string
 		var x int64
-		if k, src, err = stategenString(src, a); err != nil {
+		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 		if x, src, err = runtime.DecodeInt64Value(src); err != nil {
@@ -1387,7 +1387,7 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[string]int64")
+		return nil, runtime.DupKeyError("map[string]int64")
 	}
 	*v = m
 	return src, nil
@@ -1416,13 +1416,13 @@ func stategenDecodeVMapOfStringToMapOfInt32ToBool(v *map[string]map[int32]bool, 
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[string]map[int32]bool", n, len(src))
+		return nil, runtime.CountError("map[string]map[int32]bool", n, len(src))
 	}
 	m := make(map[string]map[int32]bool, n)
 	for range n {
 		var k string
 		var x map[int32]bool
-		if k, src, err = stategenString(src, a); err != nil {
+		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 		if src, err = stategenDecodeVMapOfInt32ToBool(&x, src, a); err != nil {
@@ -1431,7 +1431,7 @@ func stategenDecodeVMapOfStringToMapOfInt32ToBool(v *map[string]map[int32]bool, 
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[string]map[int32]bool")
+		return nil, runtime.DupKeyError("map[string]map[int32]bool")
 	}
 	*v = m
 	return src, nil
@@ -1451,10 +1451,10 @@ func stategenDecodeVStruct601a1b83(v *struct {
 	Y int32
 }, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.X, src, err = runtime.DecodeInt32Value(src); err != nil {
-		return nil, stategenFieldError("struct.X", err)
+		return nil, runtime.FieldError("struct.X", err)
 	}
 	if v.Y, src, err = runtime.DecodeInt32Value(src); err != nil {
-		return nil, stategenFieldError("struct.Y", err)
+		return nil, runtime.FieldError("struct.Y", err)
 	}
 	return src, nil
 }
@@ -1469,17 +1469,17 @@ func stategenDecodeVStruct0d0ad1bd(v *struct{}, src []byte, a *strings.Builder) 
 
 func stategenScanPtrToFloat64(src []byte) (n int, _ []byte, err error) {
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*float64", 1, 0)
+		return 0, nil, runtime.ShortError("*float64", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*float64", src[0])
+		return 0, nil, runtime.TagError("*float64", src[0])
 	}
 	src = src[1:]
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1488,14 +1488,14 @@ func stategenScanPtrToFloat64(src []byte) (n int, _ []byte, err error) {
 func stategenScanPtrToAgg(src []byte) (n int, _ []byte, err error) {
 	var m int
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*Agg", 1, 0)
+		return 0, nil, runtime.ShortError("*Agg", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*Agg", src[0])
+		return 0, nil, runtime.TagError("*Agg", src[0])
 	}
 	src = src[1:]
 	if m, src, err = stategenScanAgg(src); err != nil {
@@ -1508,14 +1508,14 @@ func stategenScanPtrToAgg(src []byte) (n int, _ []byte, err error) {
 func stategenScanPtrToAgg2(src []byte) (n int, _ []byte, err error) {
 	var m int
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*Agg2", 1, 0)
+		return 0, nil, runtime.ShortError("*Agg2", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*Agg2", src[0])
+		return 0, nil, runtime.TagError("*Agg2", src[0])
 	}
 	src = src[1:]
 	if m, src, err = stategenScanAgg2(src); err != nil {
@@ -1528,14 +1528,14 @@ func stategenScanPtrToAgg2(src []byte) (n int, _ []byte, err error) {
 func stategenScanPtrToExtra(src []byte) (n int, _ []byte, err error) {
 	var m int
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*Extra", 1, 0)
+		return 0, nil, runtime.ShortError("*Extra", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*Extra", src[0])
+		return 0, nil, runtime.TagError("*Extra", src[0])
 	}
 	src = src[1:]
 	if m, src, err = stategenScanExtra(src); err != nil {
@@ -1547,17 +1547,17 @@ func stategenScanPtrToExtra(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanPtrToInt64(src []byte) (n int, _ []byte, err error) {
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*int64", 1, 0)
+		return 0, nil, runtime.ShortError("*int64", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*int64", src[0])
+		return 0, nil, runtime.TagError("*int64", src[0])
 	}
 	src = src[1:]
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1575,7 +1575,7 @@ func stategenScanArray2OfArray3OfInt16(src []byte) (n int, _ []byte, err error) 
 }
 
 func stategenScanArray2OfUint8(src []byte) (n int, _ []byte, err error) {
-	if src, err = stategenSkip(src, 2); err != nil {
+	if src, err = runtime.SkipValue(src, 2); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1583,7 +1583,7 @@ func stategenScanArray2OfUint8(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanArray3OfInt16(src []byte) (n int, _ []byte, err error) {
 	for range 3 {
-		if src, err = stategenSkipVarint(src); err != nil {
+		if src, err = runtime.SkipVarint(src); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -1591,7 +1591,7 @@ func stategenScanArray3OfInt16(src []byte) (n int, _ []byte, err error) {
 }
 
 func stategenScanArray8OfUint8(src []byte) (n int, _ []byte, err error) {
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1608,7 +1608,7 @@ func stategenScanSliceOfPtrToFloat64(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src)) {
-		return 0, nil, stategenCountError("[]*float64", c, len(src))
+		return 0, nil, runtime.CountError("[]*float64", c, len(src))
 	}
 	for range c {
 		if m, src, err = stategenScanPtrToFloat64(src); err != nil {
@@ -1629,10 +1629,10 @@ func stategenScanSliceOfColor(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src)) {
-		return 0, nil, stategenCountError("[]Color", c, len(src))
+		return 0, nil, runtime.CountError("[]Color", c, len(src))
 	}
 	for range c {
-		if src, err = stategenSkip(src, 1); err != nil {
+		if src, err = runtime.SkipValue(src, 1); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -1650,10 +1650,10 @@ func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src)) {
-		return 0, nil, stategenCountError("[]string", c, len(src))
+		return 0, nil, runtime.CountError("[]string", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -1671,10 +1671,10 @@ func stategenScanAgg(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkip(src, 4); err != nil {
+	if src, err = runtime.SkipValue(src, 4); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkip(src, 4); err != nil {
+	if src, err = runtime.SkipValue(src, 4); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanGeoPoint(src); err != nil {
@@ -1721,13 +1721,13 @@ func stategenScanAgg(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipBytes(src); err != nil {
+	if src, err = runtime.SkipBytesValue(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanWindow(src); err != nil {
@@ -1738,7 +1738,7 @@ func stategenScanAgg(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
@@ -1751,7 +1751,7 @@ func stategenScanAgg(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanAgg2(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
@@ -1763,10 +1763,10 @@ func stategenScanAgg2(src []byte) (n int, _ []byte, err error) {
 }
 
 func stategenScanBase(src []byte) (n int, _ []byte, err error) {
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1774,24 +1774,24 @@ func stategenScanBase(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanSliceOfString(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanMapOfStringToInt64(src); err != nil {
@@ -1803,7 +1803,7 @@ func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanExtra(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
@@ -1821,10 +1821,10 @@ func stategenScanTags(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src)) {
-		return 0, nil, stategenCountError("Tags", c, len(src))
+		return 0, nil, runtime.CountError("Tags", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -1833,10 +1833,10 @@ func stategenScanTags(src []byte) (n int, _ []byte, err error) {
 }
 
 func stategenScanWindow(src []byte) (n int, _ []byte, err error) {
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1844,21 +1844,21 @@ func stategenScanWindow(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanGeoPairOfStringAndInt64(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
 }
 
 func stategenScanGeoPoint(src []byte) (n int, _ []byte, err error) {
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -1875,7 +1875,7 @@ func stategenScanGeoRegion(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/16 {
-		return 0, nil, stategenCountError("geo.Region", c, len(src))
+		return 0, nil, runtime.CountError("geo.Region", c, len(src))
 	}
 	for range c {
 		if m, src, err = stategenScanGeoPoint(src); err != nil {
@@ -1897,7 +1897,7 @@ func stategenScanMapOfArray2OfUint8ToStruct0d0ad1bd(src []byte) (n int, _ []byte
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[[2]uint8]struct{}", c, len(src))
+		return 0, nil, runtime.CountError("map[[2]uint8]struct{}", c, len(src))
 	}
 	for range c {
 		if m, src, err = stategenScanArray2OfUint8(src); err != nil {
@@ -1923,10 +1923,10 @@ func stategenScanMapOfColorToSliceOfString(src []byte) (n int, _ []byte, err err
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[Color][]string", c, len(src))
+		return 0, nil, runtime.CountError("map[Color][]string", c, len(src))
 	}
 	for range c {
-		if src, err = stategenSkip(src, 1); err != nil {
+		if src, err = runtime.SkipValue(src, 1); err != nil {
 			return 0, nil, err
 		}
 		if m, src, err = stategenScanSliceOfString(src); err != nil {
@@ -1947,13 +1947,13 @@ func stategenScanMapOfInt32ToBool(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[int32]bool", c, len(src))
+		return 0, nil, runtime.CountError("map[int32]bool", c, len(src))
 	}
 	for range c {
-		if src, err = stategenSkipVarint(src); err != nil {
+		if src, err = runtime.SkipVarint(src); err != nil {
 			return 0, nil, err
 		}
-		if src, err = stategenSkip(src, 1); err != nil {
+		if src, err = runtime.SkipValue(src, 1); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -1971,10 +1971,10 @@ func stategenScanMapOfStringToSliceOfPtrToFloat64(src []byte) (n int, _ []byte, 
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[string][]*float64", c, len(src))
+		return 0, nil, runtime.CountError("map[string][]*float64", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -1997,14 +1997,14 @@ func stategenScanMapOfStringToInt64(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[string]int64", c, len(src))
+		return 0, nil, runtime.CountError("map[string]int64", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
-		if src, err = stategenSkipVarint(src); err != nil {
+		if src, err = runtime.SkipVarint(src); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -2022,10 +2022,10 @@ func stategenScanMapOfStringToMapOfInt32ToBool(src []byte) (n int, _ []byte, err
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[string]map[int32]bool", c, len(src))
+		return 0, nil, runtime.CountError("map[string]map[int32]bool", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -2038,10 +2038,10 @@ func stategenScanMapOfStringToMapOfInt32ToBool(src []byte) (n int, _ []byte, err
 }
 
 func stategenScanStruct601a1b83(src []byte) (n int, _ []byte, err error) {
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -2057,7 +2057,7 @@ func stategenAppendKArray16OfUint8(dst []byte, v *[16]uint8) []byte {
 
 func stategenDecodeKArray16OfUint8(v *[16]uint8, src []byte) (_ []byte, err error) {
 	if len(src) < 16 {
-		return nil, stategenShortError("[16]uint8", 16, len(src))
+		return nil, runtime.ShortError("[16]uint8", 16, len(src))
 	}
 	copy(v[:], src)
 	return src[16:], nil
@@ -2069,7 +2069,7 @@ func stategenAppendKArray4OfUint8(dst []byte, v *[4]uint8) []byte {
 
 func stategenDecodeKArray4OfUint8(v *[4]uint8, src []byte) (_ []byte, err error) {
 	if len(src) < 4 {
-		return nil, stategenShortError("[4]uint8", 4, len(src))
+		return nil, runtime.ShortError("[4]uint8", 4, len(src))
 	}
 	copy(v[:], src)
 	return src[4:], nil
@@ -2091,36 +2091,36 @@ func stategenAppendKSessionKey(dst []byte, v *SessionKey) []byte {
 
 func stategenDecodeKSessionKey(v *SessionKey, src []byte) (_ []byte, err error) {
 	if v.User, src, err = runtime.DecodeStringKey(src); err != nil {
-		return nil, stategenFieldError("SessionKey.User", err)
+		return nil, runtime.FieldError("SessionKey.User", err)
 	}
 	if v.Day, src, err = runtime.DecodeInt32Key(src); err != nil {
-		return nil, stategenFieldError("SessionKey.Day", err)
+		return nil, runtime.FieldError("SessionKey.Day", err)
 	}
 	if v.Weight, src, err = runtime.DecodeFloat64Key(src); err != nil {
-		return nil, stategenFieldError("SessionKey.Weight", err)
+		return nil, runtime.FieldError("SessionKey.Weight", err)
 	}
 	if v.At, src, err = runtime.DecodeTimeKey(src); err != nil {
-		return nil, stategenFieldError("SessionKey.At", err)
+		return nil, runtime.FieldError("SessionKey.At", err)
 	}
 	if v.Active, src, err = runtime.DecodeBoolKey(src); err != nil {
-		return nil, stategenFieldError("SessionKey.Active", err)
+		return nil, runtime.FieldError("SessionKey.Active", err)
 	}
 	if src, err = stategenDecodeKArray4OfUint8(&v.ID, src); err != nil {
-		return nil, stategenFieldError("SessionKey.ID", err)
+		return nil, runtime.FieldError("SessionKey.ID", err)
 	}
 	if v.Raw, src, err = runtime.DecodeBytesKey(src); err != nil {
-		return nil, stategenFieldError("SessionKey.Raw", err)
+		return nil, runtime.FieldError("SessionKey.Raw", err)
 	}
 	if v.Span, src, err = runtime.DecodeDurationKey(src); err != nil {
-		return nil, stategenFieldError("SessionKey.Span", err)
+		return nil, runtime.FieldError("SessionKey.Span", err)
 	}
 	if v.Shard, src, err = runtime.DecodeUint16Key(src); err != nil {
-		return nil, stategenFieldError("SessionKey.Shard", err)
+		return nil, runtime.FieldError("SessionKey.Shard", err)
 	}
 	{
 		var t1 uint8
 		if t1, src, err = runtime.DecodeUint8Key(src); err != nil {
-			return nil, stategenFieldError("SessionKey.Color", err)
+			return nil, runtime.FieldError("SessionKey.Color", err)
 		}
 		v.Color = Color(t1)
 	}
@@ -2135,10 +2135,10 @@ func stategenAppendKWindow(dst []byte, v *Window) []byte {
 
 func stategenDecodeKWindow(v *Window, src []byte) (_ []byte, err error) {
 	if v.Start, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Window.Start", err)
+		return nil, runtime.FieldError("Window.Start", err)
 	}
 	if v.End, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Window.End", err)
+		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
 }
@@ -2151,96 +2151,10 @@ func stategenAppendKGeoPoint(dst []byte, v *geo.Point) []byte {
 
 func stategenDecodeKGeoPoint(v *geo.Point, src []byte) (_ []byte, err error) {
 	if v.Lat, src, err = runtime.DecodeFloat64Key(src); err != nil {
-		return nil, stategenFieldError("Point.Lat", err)
+		return nil, runtime.FieldError("Point.Lat", err)
 	}
 	if v.Lon, src, err = runtime.DecodeFloat64Key(src); err != nil {
-		return nil, stategenFieldError("Point.Lon", err)
+		return nil, runtime.FieldError("Point.Lon", err)
 	}
 	return src, nil
-}
-
-// stategenCountError reports a count of elements that the input cannot hold.
-func stategenCountError(what string, n uint64, have int) error {
-	return fmt.Errorf("%w: %s: %d elements cannot fit in the %d remaining bytes", runtime.ErrCorrupt, what, n, have)
-}
-
-// stategenDupError reports a map encoding with a key that occurs twice.
-func stategenDupError(what string) error {
-	return fmt.Errorf("%w: %s: a key occurs twice", runtime.ErrCorrupt, what)
-}
-
-// stategenFieldError names the field whose decoding failed.
-func stategenFieldError(field string, err error) error {
-	return fmt.Errorf("%s: %w", field, err)
-}
-
-// stategenScanString skips a length-prefixed string and returns its length.
-func stategenScanString(src []byte) (int, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return 0, nil, err
-	}
-	return n, rest[n:], nil
-}
-
-// stategenShortError reports truncated input.
-func stategenShortError(what string, need, have int) error {
-	return fmt.Errorf("%w: %s: need %d bytes, have %d", runtime.ErrCorrupt, what, need, have)
-}
-
-// stategenSkip skips n bytes.
-func stategenSkip(src []byte, n int) ([]byte, error) {
-	if len(src) < n {
-		return nil, stategenShortError("value", n, len(src))
-	}
-	return src[n:], nil
-}
-
-// stategenSkipBytes skips a []byte value.
-func stategenSkipBytes(src []byte) ([]byte, error) {
-	u, rest, err := runtime.DecodeUvarint(src)
-	if err != nil {
-		return nil, err
-	}
-	if u == 0 {
-		return rest, nil
-	}
-	if u-1 > uint64(len(rest)) {
-		return nil, stategenCountError("[]byte", u-1, len(rest))
-	}
-	return rest[u-1:], nil
-}
-
-// stategenSkipVarint skips a varint. It only finds the varint's end; the
-// decoder that follows the scan validates it.
-func stategenSkipVarint(src []byte) ([]byte, error) {
-	for i, b := range src {
-		if b < 128 {
-			return src[i+1:], nil
-		}
-		if i == 9 {
-			break
-		}
-	}
-	return nil, stategenShortError("varint", len(src)+1, len(src))
-}
-
-// stategenString decodes a length-prefixed string. If a is not nil, the
-// string's bytes are appended to a and the string shares a's memory.
-func stategenString(src []byte, a *strings.Builder) (string, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return "", nil, err
-	}
-	if a == nil {
-		return string(rest[:n]), rest[n:], nil
-	}
-	a.Write(rest[:n])
-	s := a.String()
-	return s[len(s)-n:], rest[n:], nil
-}
-
-// stategenTagError reports an invalid pointer tag.
-func stategenTagError(what string, tag byte) error {
-	return fmt.Errorf("%w: %s: invalid tag 0x%02x, want 0x00 or 0x01", runtime.ErrCorrupt, what, tag)
 }

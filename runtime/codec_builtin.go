@@ -75,6 +75,8 @@ const (
 	reasonCount                      // count a exceeds the b remaining bytes
 	reasonNoTerminator               // no 0x00 0x01 terminator in a bytes
 	reasonEscape                     // byte a follows 0x00 at offset b
+	reasonTag                        // pointer tag a is neither 0 nor 1
+	reasonDup                        // a map key occurs twice
 )
 
 func (e *decodeError) Error() string {
@@ -108,6 +110,10 @@ func (e *decodeError) Error() string {
 		detail = fmt.Sprintf("count %d exceeds the %d remaining bytes", e.a, e.b)
 	case reasonNoTerminator:
 		detail = fmt.Sprintf("no 0x00 0x01 terminator in %d bytes", e.a)
+	case reasonTag:
+		detail = fmt.Sprintf("invalid tag 0x%02x, want 0x00 or 0x01", e.a)
+	case reasonDup:
+		detail = "a key occurs twice"
 	case reasonEscape:
 		detail = fmt.Sprintf("invalid escape 0x00 0x%02x at offset %d, want 0x00 0xff or 0x00 0x01", e.a, e.b)
 	}

@@ -1185,3 +1185,60 @@ func BenchmarkVarintValue(b *testing.B) {
 		}
 	}
 }
+
+// TestGeneratedCodecHelpers: the helpers generated codecs call decode and
+// skip what the built-in codecs write, and fail on truncated or malformed
+// input with errors that wrap ErrCorrupt, in the built-in codecs' wording.
+func TestGeneratedCodecHelpers(t *testing.T) {
+	str := AppendStringValue(nil, "héllo")
+	tail := []byte{7}
+	var a strings.Builder
+	for _, b := range []*strings.Builder{nil, &a} {
+		s, rest, err := DecodeStringValueIn(append(bytes.Clone(str), tail...), b)
+		if err != nil || s != "héllo" || !bytes.Equal(rest, tail) {
+			t.Errorf("DecodeStringValueIn(builder %v) = %q, %x, %v", b != nil, s, rest, err)
+		}
+	}
+	if a.String() != "héllo" {
+		t.Errorf("the builder holds %q, want the decoded string", a.String())
+	}
+	if n, rest, err := ScanStringValue(append(bytes.Clone(str), tail...)); err != nil || n != len("héllo") || !bytes.Equal(rest, tail) {
+		t.Errorf("ScanStringValue = %d, %x, %v", n, rest, err)
+	}
+	if rest, err := SkipVarint(append(AppendVarint(nil, -1<<40), tail...)); err != nil || !bytes.Equal(rest, tail) {
+		t.Errorf("SkipVarint = %x, %v", rest, err)
+	}
+	for _, b := range [][]byte{nil, {1, 2}} {
+		if rest, err := SkipBytesValue(append(AppendBytesValue(nil, b), tail...)); err != nil || !bytes.Equal(rest, tail) {
+			t.Errorf("SkipBytesValue(%x) = %x, %v", b, rest, err)
+		}
+	}
+	if rest, err := SkipValue([]byte{1, 2, 3}, 2); err != nil || !bytes.Equal(rest, []byte{3}) {
+		t.Errorf("SkipValue = %x, %v", rest, err)
+	}
+	bad := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"string truncated", errOf3(DecodeStringValueIn(str[:3], nil)), "length 6 exceeds the 2 remaining bytes"},
+		{"scan truncated", errOf3(ScanStringValue(str[:3])), "length 6 exceeds the 2 remaining bytes"},
+		{"varint truncated", func() error { _, err := SkipVarint([]byte{0x80, 0x80}); return err }(), "varint: need 3 bytes, have 2"},
+		{"varint too long", func() error { _, err := SkipVarint(bytes.Repeat([]byte{0x80}, 11)); return err }(), "varint: need 12 bytes, have 11"},
+		{"bytes truncated", func() error { _, err := SkipBytesValue([]byte{4, 1}); return err }(), "[]byte value: length 3 exceeds the 1 remaining bytes"},
+		{"skip short", func() error { _, err := SkipValue([]byte{1}, 2); return err }(), "value: need 2 bytes, have 1"},
+		{"one byte short", ShortError("pointer value", 1, 0), "pointer value: need 1 byte, have 0"},
+		{"count", CountError("[]int", 9, 3), "[]int: count 9 exceeds the 3 remaining bytes"},
+		{"tag", TagError("*T", 2), "*T: invalid tag 0x02, want 0x00 or 0x01"},
+		{"dup", DupKeyError("map[string]int"), "map[string]int: a key occurs twice"},
+		{"field", FieldError("T.F", ShortError("x", 2, 1)), "T.F: stategen: corrupt encoding: x: need 2 bytes, have 1"},
+	}
+	for _, c := range bad {
+		if !errors.Is(c.err, ErrCorrupt) || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrCorrupt mentioning %q", c.name, c.err, c.want)
+		}
+	}
+}
+
+// errOf3 returns the error of a three-result decode.
+func errOf3[A, B any](_ A, _ B, err error) error { return err }

@@ -383,6 +383,6 @@ func (c pointerValueCodec[T]) DecodeValue(src []byte) (*T, []byte, error) {
 		}
 		return &v, rest, nil
 	default:
-		return nil, nil, fmt.Errorf("%w: pointer value: invalid tag 0x%02x, want 0x00 or 0x01", ErrCorrupt, src[0])
+		return nil, nil, TagError("pointer value", src[0])
 	}
 }

@@ -15,10 +15,10 @@ var (
 	src = jen.Id("src")
 )
 
-func (e *emitter) helper(name string) string {
-	e.helpers[name] = true
-	return reservedPrefix + name
-}
+// rt returns a reference to the runtime function name. The generated
+// codecs call the runtime's helpers (runtime/codec_gen.go) rather than
+// carrying their own, so their errors read like the runtime's.
+func rt(name string) *jen.Statement { return jen.Qual(RuntimePath, name) }
 
 // isRawBytes reports whether t is an array of (unnamed) bytes, copied as is.
 func isRawBytes(b *model.Type) bool {
@@ -102,7 +102,7 @@ func (e *emitter) decodeValueFn(t *model.Type) {
 	switch b.Kind {
 	case model.Struct:
 		for _, f := range b.Fields {
-			wrap := jen.Id(e.helper("FieldError")).Call(jen.Lit(fieldPath(t, f.Name)), jen.Err())
+			wrap := rt("FieldError").Call(jen.Lit(fieldPath(t, f.Name)), jen.Err())
 			body = append(body, e.decodeValue(f.Type, jen.Id("v").Dot(f.Name), wrap)...)
 		}
 		body = append(body, jen.Return(src, jen.Nil()))
@@ -110,7 +110,7 @@ func (e *emitter) decodeValueFn(t *model.Type) {
 		if isRawBytes(b) {
 			body = append(body,
 				jen.If(jen.Len(src).Op("<").Lit(int(b.Len))).Block(
-					jen.Return(jen.Nil(), jen.Id(e.helper("ShortError")).Call(jen.Lit(name), jen.Lit(int(b.Len)), jen.Len(src)))),
+					jen.Return(jen.Nil(), rt("ShortError").Call(jen.Lit(name), jen.Lit(int(b.Len)), jen.Len(src)))),
 				jen.Copy(jen.Id("v").Index(jen.Empty(), jen.Empty()), src),
 				jen.Return(src.Clone().Index(jen.Lit(int(b.Len)), jen.Empty()), jen.Nil()))
 			break
@@ -153,21 +153,21 @@ func (e *emitter) decodeValueFn(t *model.Type) {
 				jen.Id("m").Op(":=").Make(e.typ(t), jen.Id("n")),
 				jen.For(jen.Range().Id("n")).Block(loop...),
 				jen.If(jen.Uint64().Call(jen.Len(jen.Id("m"))).Op("!=").Id("n")).Block(
-					jen.Return(jen.Nil(), jen.Id(e.helper("DupError")).Call(jen.Lit(name)))),
+					jen.Return(jen.Nil(), rt("DupKeyError").Call(jen.Lit(name)))),
 				jen.Op("*").Id("v").Op("=").Id("m"),
 				jen.Return(src, jen.Nil()))
 		}
 	case model.Pointer:
 		body = append(body,
 			jen.If(jen.Len(src).Op("==").Lit(0)).Block(
-				jen.Return(jen.Nil(), jen.Id(e.helper("ShortError")).Call(jen.Lit(name), jen.Lit(1), jen.Lit(0)))),
+				jen.Return(jen.Nil(), rt("ShortError").Call(jen.Lit(name), jen.Lit(1), jen.Lit(0)))),
 			jen.Switch(src.Clone().Index(jen.Lit(0))).Block(
 				jen.Case(jen.Lit(0)).Block(
 					jen.Op("*").Id("v").Op("=").Nil(),
 					jen.Return(src.Clone().Index(jen.Lit(1), jen.Empty()), jen.Nil())),
 				jen.Case(jen.Lit(1)),
 				jen.Default().Block(
-					jen.Return(jen.Nil(), jen.Id(e.helper("TagError")).Call(jen.Lit(name), src.Clone().Index(jen.Lit(0)))))),
+					jen.Return(jen.Nil(), rt("TagError").Call(jen.Lit(name), src.Clone().Index(jen.Lit(0)))))),
 			jen.Id("src").Op("=").Add(src).Index(jen.Lit(1), jen.Empty()),
 			jen.Id("p").Op(":=").New(e.typ(b.Elem)),
 		)
@@ -190,7 +190,7 @@ func (e *emitter) countCheck(name string, min int64) jen.Code {
 		limit = limit.Op("/").Lit(int(min))
 	}
 	return jen.If(jen.Id("n").Op(">").Add(limit)).Block(
-		jen.Return(jen.Nil(), jen.Id(e.helper("CountError")).Call(jen.Lit(name), jen.Id("n"), jen.Len(src))))
+		jen.Return(jen.Nil(), rt("CountError").Call(jen.Lit(name), jen.Id("n"), jen.Len(src))))
 }
 
 func fieldPath(t *model.Type, field string) string {
@@ -213,7 +213,7 @@ func (e *emitter) decodeValue(t *model.Type, x jen.Code, wrap jen.Code) []jen.Co
 	k := t.Base().Kind
 	var call jen.Code
 	if k == model.String {
-		call = jen.Id(e.helper("String")).Call(src, jen.Id("a"))
+		call = rt("DecodeStringValueIn").Call(src, jen.Id("a"))
 	} else {
 		call = jen.Qual(RuntimePath, "Decode"+leafName[k]+"Value").Call(src)
 	}
@@ -274,7 +274,7 @@ func (e *emitter) scanFn(t *model.Type) {
 			limit = limit.Op("/").Lit(int(min))
 		}
 		body = append(body, jen.If(jen.Id("c").Op(">").Add(limit)).Block(
-			jen.Return(jen.Lit(0), jen.Nil(), jen.Id(e.helper("CountError")).Call(jen.Lit(name), jen.Id("c"), jen.Len(src)))))
+			jen.Return(jen.Lit(0), jen.Nil(), rt("CountError").Call(jen.Lit(name), jen.Id("c"), jen.Len(src)))))
 		var loop []jen.Code
 		if b.Kind == model.Map {
 			loop = append(loop, scan(b.Key)...)
@@ -284,12 +284,12 @@ func (e *emitter) scanFn(t *model.Type) {
 	case model.Pointer:
 		body = append(body,
 			jen.If(jen.Len(src).Op("==").Lit(0)).Block(
-				jen.Return(jen.Lit(0), jen.Nil(), jen.Id(e.helper("ShortError")).Call(jen.Lit(name), jen.Lit(1), jen.Lit(0)))),
+				jen.Return(jen.Lit(0), jen.Nil(), rt("ShortError").Call(jen.Lit(name), jen.Lit(1), jen.Lit(0)))),
 			jen.Switch(src.Clone().Index(jen.Lit(0))).Block(
 				jen.Case(jen.Lit(0)).Block(jen.Return(jen.Lit(0), src.Clone().Index(jen.Lit(1), jen.Empty()), jen.Nil())),
 				jen.Case(jen.Lit(1)),
 				jen.Default().Block(
-					jen.Return(jen.Lit(0), jen.Nil(), jen.Id(e.helper("TagError")).Call(jen.Lit(name), src.Clone().Index(jen.Lit(0)))))),
+					jen.Return(jen.Lit(0), jen.Nil(), rt("TagError").Call(jen.Lit(name), src.Clone().Index(jen.Lit(0)))))),
 			jen.Id("src").Op("=").Add(src).Index(jen.Lit(1), jen.Empty()),
 		)
 		body = append(body, scan(b.Elem)...)
@@ -305,7 +305,7 @@ func (e *emitter) scanFn(t *model.Type) {
 
 // skip returns the statement that skips n bytes of src.
 func (e *emitter) skip(n int, ret jen.Code) jen.Code {
-	return jen.If(jen.List(src, jen.Err()).Op("=").Id(e.helper("Skip")).Call(src, jen.Lit(n)), jen.Err().Op("!=").Nil()).Block(ret)
+	return jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipValue")).Call(src, jen.Lit(n)), jen.Err().Op("!=").Nil()).Block(ret)
 }
 
 // scan returns the statements that skip a value of type t in src, adding
@@ -318,7 +318,7 @@ func (e *emitter) scan(t *model.Type, ret jen.Code) ([]jen.Code, bool) {
 			jen.Id(acc).Op("+=").Id("m"),
 		}, true
 	}
-	uv := jen.If(jen.List(src, jen.Err()).Op("=").Id(e.helper("SkipVarint")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)
+	uv := jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipVarint")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)
 	switch k := t.Base().Kind; k {
 	case model.Bool, model.Int8, model.Uint8:
 		return []jen.Code{e.skip(1, ret)}, false
@@ -327,15 +327,15 @@ func (e *emitter) scan(t *model.Type, ret jen.Code) ([]jen.Code, bool) {
 	case model.Float64:
 		return []jen.Code{e.skip(8, ret)}, false
 	case model.Time:
-		uv2 := jen.If(jen.List(src, jen.Err()).Op("=").Id(e.helper("SkipVarint")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)
+		uv2 := jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipVarint")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)
 		return []jen.Code{uv, uv2}, false
 	case model.String:
 		return []jen.Code{
-			jen.If(jen.List(jen.Id("m"), src, jen.Err()).Op("=").Id(e.helper("ScanString")).Call(src), jen.Err().Op("!=").Nil()).Block(ret),
+			jen.If(jen.List(jen.Id("m"), src, jen.Err()).Op("=").Add(rt("ScanStringValue")).Call(src), jen.Err().Op("!=").Nil()).Block(ret),
 			jen.Id(acc).Op("+=").Id("m"),
 		}, true
 	case model.Bytes:
-		return []jen.Code{jen.If(jen.List(src, jen.Err()).Op("=").Id(e.helper("SkipBytes")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)}, false
+		return []jen.Code{jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipBytesValue")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)}, false
 	default:
 		return []jen.Code{uv}, false
 	}
@@ -380,14 +380,14 @@ func (e *emitter) decodeKeyFn(t *model.Type) {
 	switch b.Kind {
 	case model.Struct:
 		for _, f := range b.Fields {
-			wrap := jen.Id(e.helper("FieldError")).Call(jen.Lit(fieldPath(t, f.Name)), jen.Err())
+			wrap := rt("FieldError").Call(jen.Lit(fieldPath(t, f.Name)), jen.Err())
 			body = append(body, e.decodeKey(f.Type, jen.Id("v").Dot(f.Name), wrap)...)
 		}
 	case model.Array:
 		if isRawBytes(b) {
 			body = append(body,
 				jen.If(jen.Len(src).Op("<").Lit(int(b.Len))).Block(
-					jen.Return(jen.Nil(), jen.Id(e.helper("ShortError")).Call(jen.Lit(name), jen.Lit(int(b.Len)), jen.Len(src)))),
+					jen.Return(jen.Nil(), rt("ShortError").Call(jen.Lit(name), jen.Lit(int(b.Len)), jen.Len(src)))),
 				jen.Copy(jen.Id("v").Index(jen.Empty(), jen.Empty()), src),
 				jen.Return(src.Clone().Index(jen.Lit(int(b.Len)), jen.Empty()), jen.Nil()))
 			break
@@ -413,98 +413,4 @@ func (e *emitter) decodeKey(t *model.Type, x jen.Code, wrap jen.Code) []jen.Code
 	}
 	call := jen.Qual(RuntimePath, "Decode"+leafName[t.Base().Kind]+"Key").Call(src)
 	return e.leafDecode(t, x, call, ret)
-}
-
-// ---------------------------------------------------------------------------
-// Helpers
-
-func (e *emitter) emitHelpers() {
-	rt := func(name string) jen.Code { return jen.Qual(RuntimePath, name) }
-	corrupt := rt("ErrCorrupt")
-	bs := jen.Index().Byte()
-	defs := map[string]func(){
-		"String": func() {
-			e.comment(reservedPrefix + "String decodes a length-prefixed string. If a is not nil, the\nstring's bytes are appended to a and the string shares a's memory.")
-			e.f.Func().Id(reservedPrefix+"String").Params(jen.Id("src").Add(bs), jen.Id("a").Op("*").Qual("strings", "Builder")).Params(jen.String(), bs, jen.Error()).Block(
-				jen.List(jen.Id("n"), jen.Id("rest"), jen.Err()).Op(":=").Add(rt("DecodeLen")).Call(src),
-				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Lit(""), jen.Nil(), jen.Err())),
-				jen.If(jen.Id("a").Op("==").Nil()).Block(jen.Return(jen.String().Call(jen.Id("rest").Index(jen.Empty(), jen.Id("n"))), jen.Id("rest").Index(jen.Id("n"), jen.Empty()), jen.Nil())),
-				jen.Id("a").Dot("Write").Call(jen.Id("rest").Index(jen.Empty(), jen.Id("n"))),
-				jen.Id("s").Op(":=").Id("a").Dot("String").Call(),
-				jen.Return(jen.Id("s").Index(jen.Len(jen.Id("s")).Op("-").Id("n"), jen.Empty()), jen.Id("rest").Index(jen.Id("n"), jen.Empty()), jen.Nil()),
-			)
-		},
-		"ScanString": func() {
-			e.f.Comment(reservedPrefix + "ScanString skips a length-prefixed string and returns its length.")
-			e.f.Func().Id(reservedPrefix+"ScanString").Params(jen.Id("src").Add(bs)).Params(jen.Int(), bs, jen.Error()).Block(
-				jen.List(jen.Id("n"), jen.Id("rest"), jen.Err()).Op(":=").Add(rt("DecodeLen")).Call(src),
-				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Lit(0), jen.Nil(), jen.Err())),
-				jen.Return(jen.Id("n"), jen.Id("rest").Index(jen.Id("n"), jen.Empty()), jen.Nil()),
-			)
-		},
-		"Skip": func() {
-			e.f.Comment(reservedPrefix + "Skip skips n bytes.")
-			e.f.Func().Id(reservedPrefix+"Skip").Params(jen.Id("src").Add(bs), jen.Id("n").Int()).Params(bs, jen.Error()).Block(
-				jen.If(jen.Len(src).Op("<").Id("n")).Block(jen.Return(jen.Nil(), jen.Id(e.helper("ShortError")).Call(jen.Lit("value"), jen.Id("n"), jen.Len(src)))),
-				jen.Return(src.Clone().Index(jen.Id("n"), jen.Empty()), jen.Nil()),
-			)
-		},
-		"SkipVarint": func() {
-			e.comment(reservedPrefix + "SkipVarint skips a varint. It only finds the varint's end; the\ndecoder that follows the scan validates it.")
-			e.f.Func().Id(reservedPrefix+"SkipVarint").Params(jen.Id("src").Add(bs)).Params(bs, jen.Error()).Block(
-				jen.For(jen.List(jen.Id("i"), jen.Id("b")).Op(":=").Range().Add(src)).Block(
-					jen.If(jen.Id("b").Op("<").Lit(0x80)).Block(jen.Return(src.Clone().Index(jen.Id("i").Op("+").Lit(1), jen.Empty()), jen.Nil())),
-					jen.If(jen.Id("i").Op("==").Lit(9)).Block(jen.Break())),
-				jen.Return(jen.Nil(), jen.Id(e.helper("ShortError")).Call(jen.Lit("varint"), jen.Len(src).Op("+").Lit(1), jen.Len(src))),
-			)
-		},
-		"SkipBytes": func() {
-			e.f.Comment(reservedPrefix + "SkipBytes skips a []byte value.")
-			e.f.Func().Id(reservedPrefix+"SkipBytes").Params(jen.Id("src").Add(bs)).Params(bs, jen.Error()).Block(
-				jen.List(jen.Id("u"), jen.Id("rest"), jen.Err()).Op(":=").Add(rt("DecodeUvarint")).Call(src),
-				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-				jen.If(jen.Id("u").Op("==").Lit(0)).Block(jen.Return(jen.Id("rest"), jen.Nil())),
-				jen.If(jen.Id("u").Op("-").Lit(1).Op(">").Uint64().Call(jen.Len(jen.Id("rest")))).Block(
-					jen.Return(jen.Nil(), jen.Id(e.helper("CountError")).Call(jen.Lit("[]byte"), jen.Id("u").Op("-").Lit(1), jen.Len(jen.Id("rest"))))),
-				jen.Return(jen.Id("rest").Index(jen.Id("u").Op("-").Lit(1), jen.Empty()), jen.Nil()),
-			)
-		},
-		"FieldError": func() {
-			e.f.Comment(reservedPrefix + "FieldError names the field whose decoding failed.")
-			e.f.Func().Id(reservedPrefix+"FieldError").Params(jen.Id("field").String(), jen.Err().Error()).Error().Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w"), jen.Id("field"), jen.Err())))
-		},
-		"ShortError": func() {
-			e.f.Comment(reservedPrefix + "ShortError reports truncated input.")
-			e.f.Func().Id(reservedPrefix+"ShortError").Params(jen.Id("what").String(), jen.List(jen.Id("need"), jen.Id("have")).Int()).Error().Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: %s: need %d bytes, have %d"), corrupt, jen.Id("what"), jen.Id("need"), jen.Id("have"))))
-		},
-		"CountError": func() {
-			e.f.Comment(reservedPrefix + "CountError reports a count of elements that the input cannot hold.")
-			e.f.Func().Id(reservedPrefix+"CountError").Params(jen.Id("what").String(), jen.Id("n").Uint64(), jen.Id("have").Int()).Error().Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: %s: %d elements cannot fit in the %d remaining bytes"), corrupt, jen.Id("what"), jen.Id("n"), jen.Id("have"))))
-		},
-		"TagError": func() {
-			e.f.Comment(reservedPrefix + "TagError reports an invalid pointer tag.")
-			e.f.Func().Id(reservedPrefix+"TagError").Params(jen.Id("what").String(), jen.Id("tag").Byte()).Error().Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: %s: invalid tag 0x%02x, want 0x00 or 0x01"), corrupt, jen.Id("what"), jen.Id("tag"))))
-		},
-		"DupError": func() {
-			e.f.Comment(reservedPrefix + "DupError reports a map encoding with a key that occurs twice.")
-			e.f.Func().Id(reservedPrefix + "DupError").Params(jen.Id("what").String()).Error().Block(
-				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: %s: a key occurs twice"), corrupt, jen.Id("what"))))
-		},
-	}
-	// Helpers used by helpers.
-	if e.helpers["Skip"] || e.helpers["SkipVarint"] {
-		e.helpers["ShortError"] = true
-	}
-	if e.helpers["SkipBytes"] {
-		e.helpers["CountError"] = true
-	}
-	done := e.helpers
-	for _, h := range sortedSet(done) {
-		defs[h]()
-		e.f.Line()
-	}
 }

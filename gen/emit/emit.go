@@ -91,7 +91,6 @@ type emitter struct {
 
 	// Composite types (by ID) that need each kind of function.
 	valueFns, keyFns, scanFns map[string]bool
-	helpers                   map[string]bool
 	tmp                       int
 }
 
@@ -103,7 +102,6 @@ func newEmitter(pkg *model.Package) (*emitter, error) {
 		valueFns: map[string]bool{},
 		keyFns:   map[string]bool{},
 		scanFns:  map[string]bool{},
-		helpers:  map[string]bool{},
 	}
 	for _, s := range pkg.Structs {
 		for _, st := range s.States {
@@ -325,7 +323,6 @@ func File(pkg *model.Package) ([]byte, error) {
 		e.appendKeyFn(e.types[id])
 		e.decodeKeyFn(e.types[id])
 	}
-	e.emitHelpers()
 	return render(e.f)
 }
 

@@ -201,19 +201,19 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 
 func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Event.Offset", err)
+		return nil, runtime.FieldError("Event.Offset", err)
 	}
-	if v.User, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Event.User", err)
+	if v.User, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Event.User", err)
 	}
-	if v.Page, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Event.Page", err)
+	if v.Page, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Event.Page", err)
 	}
 	if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Event.Session", err)
+		return nil, runtime.FieldError("Event.Session", err)
 	}
 	if v.At, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Event.At", err)
+		return nil, runtime.FieldError("Event.At", err)
 	}
 	return src, nil
 }
@@ -229,19 +229,19 @@ func stategenAppendVUserStats(dst []byte, v *UserStats) []byte {
 
 func stategenDecodeVUserStats(v *UserStats, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("UserStats.Events", err)
+		return nil, runtime.FieldError("UserStats.Events", err)
 	}
 	if v.Sessions, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("UserStats.Sessions", err)
+		return nil, runtime.FieldError("UserStats.Sessions", err)
 	}
 	if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("UserStats.Session", err)
+		return nil, runtime.FieldError("UserStats.Session", err)
 	}
 	if v.First, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("UserStats.First", err)
+		return nil, runtime.FieldError("UserStats.First", err)
 	}
 	if v.Last, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("UserStats.Last", err)
+		return nil, runtime.FieldError("UserStats.Last", err)
 	}
 	return src, nil
 }
@@ -255,34 +255,34 @@ func stategenAppendVWindowAgg(dst []byte, v *WindowAgg) []byte {
 
 func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("WindowAgg.Events", err)
+		return nil, runtime.FieldError("WindowAgg.Events", err)
 	}
 	if v.Pages, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("WindowAgg.Pages", err)
+		return nil, runtime.FieldError("WindowAgg.Pages", err)
 	}
-	if v.LastPage, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("WindowAgg.LastPage", err)
+	if v.LastPage, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("WindowAgg.LastPage", err)
 	}
 	return src, nil
 }
 
 func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if m, src, err = stategenScanString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipVarint(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	n += m
+	if src, err = runtime.SkipVarint(src); err != nil {
+		return 0, nil, err
+	}
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -296,10 +296,10 @@ func stategenAppendKEventTime(dst []byte, v *EventTime) []byte {
 
 func stategenDecodeKEventTime(v *EventTime, src []byte) (_ []byte, err error) {
 	if v.At, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("EventTime.At", err)
+		return nil, runtime.FieldError("EventTime.At", err)
 	}
 	if v.Offset, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("EventTime.Offset", err)
+		return nil, runtime.FieldError("EventTime.Offset", err)
 	}
 	return src, nil
 }
@@ -312,58 +312,10 @@ func stategenAppendKWindow(dst []byte, v *Window) []byte {
 
 func stategenDecodeKWindow(v *Window, src []byte) (_ []byte, err error) {
 	if v.Start, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Window.Start", err)
+		return nil, runtime.FieldError("Window.Start", err)
 	}
 	if v.End, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Window.End", err)
+		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
-}
-
-// stategenFieldError names the field whose decoding failed.
-func stategenFieldError(field string, err error) error {
-	return fmt.Errorf("%s: %w", field, err)
-}
-
-// stategenScanString skips a length-prefixed string and returns its length.
-func stategenScanString(src []byte) (int, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return 0, nil, err
-	}
-	return n, rest[n:], nil
-}
-
-// stategenShortError reports truncated input.
-func stategenShortError(what string, need, have int) error {
-	return fmt.Errorf("%w: %s: need %d bytes, have %d", runtime.ErrCorrupt, what, need, have)
-}
-
-// stategenSkipVarint skips a varint. It only finds the varint's end; the
-// decoder that follows the scan validates it.
-func stategenSkipVarint(src []byte) ([]byte, error) {
-	for i, b := range src {
-		if b < 128 {
-			return src[i+1:], nil
-		}
-		if i == 9 {
-			break
-		}
-	}
-	return nil, stategenShortError("varint", len(src)+1, len(src))
-}
-
-// stategenString decodes a length-prefixed string. If a is not nil, the
-// string's bytes are appended to a and the string shares a's memory.
-func stategenString(src []byte, a *strings.Builder) (string, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return "", nil, err
-	}
-	if a == nil {
-		return string(rest[:n]), rest[n:], nil
-	}
-	a.Write(rest[:n])
-	s := a.String()
-	return s[len(s)-n:], rest[n:], nil
 }

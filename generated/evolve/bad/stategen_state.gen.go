@@ -69,12 +69,7 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 
 func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Name", err)
+		return nil, runtime.FieldError("Profile.Name", err)
 	}
 	return src, nil
-}
-
-// stategenFieldError names the field whose decoding failed.
-func stategenFieldError(field string, err error) error {
-	return fmt.Errorf("%s: %w", field, err)
 }

@@ -99,10 +99,10 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 
 func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Name", err)
+		return nil, runtime.FieldError("Profile.Name", err)
 	}
 	if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Age", err)
+		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	return src, nil
 }
@@ -114,31 +114,11 @@ func stategenAppendVProfileV1(dst []byte, v *ProfileV1) []byte {
 }
 
 func stategenDecodeVProfileV1(v *ProfileV1, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Name, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("ProfileV1.Name", err)
+	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("ProfileV1.Name", err)
 	}
 	if v.Age, src, err = runtime.DecodeInt8Value(src); err != nil {
-		return nil, stategenFieldError("ProfileV1.Age", err)
+		return nil, runtime.FieldError("ProfileV1.Age", err)
 	}
 	return src, nil
-}
-
-// stategenFieldError names the field whose decoding failed.
-func stategenFieldError(field string, err error) error {
-	return fmt.Errorf("%s: %w", field, err)
-}
-
-// stategenString decodes a length-prefixed string. If a is not nil, the
-// string's bytes are appended to a and the string shares a's memory.
-func stategenString(src []byte, a *strings.Builder) (string, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return "", nil, err
-	}
-	if a == nil {
-		return string(rest[:n]), rest[n:], nil
-	}
-	a.Write(rest[:n])
-	s := a.String()
-	return s[len(s)-n:], rest[n:], nil
 }

@@ -242,7 +242,7 @@ func stategenAppendVPtrToVisit(dst []byte, v *Visit) []byte {
 
 func stategenDecodeVPtrToVisit(v **Visit, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*Visit", 1, 0)
+		return nil, runtime.ShortError("*Visit", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -250,7 +250,7 @@ func stategenDecodeVPtrToVisit(v **Visit, src []byte, a *strings.Builder) (_ []b
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*Visit", src[0])
+		return nil, runtime.TagError("*Visit", src[0])
 	}
 	src = src[1:]
 	p := new(Visit)
@@ -283,7 +283,7 @@ func stategenDecodeVSliceOfVisit(v *[]Visit, src []byte, a *strings.Builder) (_ 
 	}
 	n := u - 1
 	if n > uint64(len(src))/11 {
-		return nil, stategenCountError("[]Visit", n, len(src))
+		return nil, runtime.CountError("[]Visit", n, len(src))
 	}
 	s := make([]Visit, n)
 	for i := range s {
@@ -317,11 +317,11 @@ func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (
 	}
 	n := u - 1
 	if n > uint64(len(src)) {
-		return nil, stategenCountError("[]string", n, len(src))
+		return nil, runtime.CountError("[]string", n, len(src))
 	}
 	s := make([]string, n)
 	for i := range s {
-		if s[i], src, err = stategenString(src, a); err != nil {
+		if s[i], src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 	}
@@ -337,10 +337,10 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 
 func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Count, src, err = runtime.DecodeInt16Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Count", err)
+		return nil, runtime.FieldError("Agg.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat32Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Sum", err)
+		return nil, runtime.FieldError("Agg.Sum", err)
 	}
 	return src, nil
 }
@@ -357,26 +357,26 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 }
 
 func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Name, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Profile.Name", err)
+	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Profile.Name", err)
 	}
 	if v.Age, src, err = runtime.DecodeInt8Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Age", err)
+		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	if src, err = stategenDecodeVSliceOfVisit(&v.Visits, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Visits", err)
+		return nil, runtime.FieldError("Profile.Visits", err)
 	}
 	if src, err = stategenDecodeVMapOfStringToVisit(&v.Pages, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Pages", err)
+		return nil, runtime.FieldError("Profile.Pages", err)
 	}
 	if src, err = stategenDecodeVPtrToVisit(&v.Best, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Best", err)
+		return nil, runtime.FieldError("Profile.Best", err)
 	}
 	if v.Ratio, src, err = runtime.DecodeFloat32Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Ratio", err)
+		return nil, runtime.FieldError("Profile.Ratio", err)
 	}
 	if v.Raw, src, err = runtime.DecodeBytesValue(src); err != nil {
-		return nil, stategenFieldError("Profile.Raw", err)
+		return nil, runtime.FieldError("Profile.Raw", err)
 	}
 	return src, nil
 }
@@ -390,13 +390,13 @@ func stategenAppendVScore(dst []byte, v *Score) []byte {
 
 func stategenDecodeVScore(v *Score, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Score.A", err)
+		return nil, runtime.FieldError("Score.A", err)
 	}
 	if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Score.B", err)
+		return nil, runtime.FieldError("Score.B", err)
 	}
-	if v.Name, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Score.Name", err)
+	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Score.Name", err)
 	}
 	return src, nil
 }
@@ -410,17 +410,17 @@ func stategenAppendVVisit(dst []byte, v *Visit) []byte {
 }
 
 func stategenDecodeVVisit(v *Visit, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Page, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Visit.Page", err)
+	if v.Page, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Visit.Page", err)
 	}
 	if v.Score, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Visit.Score", err)
+		return nil, runtime.FieldError("Visit.Score", err)
 	}
 	if src, err = stategenDecodeVSliceOfString(&v.Tags, src, a); err != nil {
-		return nil, stategenFieldError("Visit.Tags", err)
+		return nil, runtime.FieldError("Visit.Tags", err)
 	}
 	if v.N, src, err = runtime.DecodeInt32Value(src); err != nil {
-		return nil, stategenFieldError("Visit.N", err)
+		return nil, runtime.FieldError("Visit.N", err)
 	}
 	return src, nil
 }
@@ -448,13 +448,13 @@ func stategenDecodeVMapOfStringToVisit(v *map[string]Visit, src []byte, a *strin
 	}
 	n := u - 1
 	if n > uint64(len(src))/12 {
-		return nil, stategenCountError("map[string]Visit", n, len(src))
+		return nil, runtime.CountError("map[string]Visit", n, len(src))
 	}
 	m := make(map[string]Visit, n)
 	for range n {
 		var k string
 		var x Visit
-		if k, src, err = stategenString(src, a); err != nil {
+		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 		if src, err = stategenDecodeVVisit(&x, src, a); err != nil {
@@ -463,7 +463,7 @@ func stategenDecodeVMapOfStringToVisit(v *map[string]Visit, src []byte, a *strin
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[string]Visit")
+		return nil, runtime.DupKeyError("map[string]Visit")
 	}
 	*v = m
 	return src, nil
@@ -472,14 +472,14 @@ func stategenDecodeVMapOfStringToVisit(v *map[string]Visit, src []byte, a *strin
 func stategenScanPtrToVisit(src []byte) (n int, _ []byte, err error) {
 	var m int
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*Visit", 1, 0)
+		return 0, nil, runtime.ShortError("*Visit", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*Visit", src[0])
+		return 0, nil, runtime.TagError("*Visit", src[0])
 	}
 	src = src[1:]
 	if m, src, err = stategenScanVisit(src); err != nil {
@@ -500,7 +500,7 @@ func stategenScanSliceOfVisit(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/11 {
-		return 0, nil, stategenCountError("[]Visit", c, len(src))
+		return 0, nil, runtime.CountError("[]Visit", c, len(src))
 	}
 	for range c {
 		if m, src, err = stategenScanVisit(src); err != nil {
@@ -522,10 +522,10 @@ func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src)) {
-		return 0, nil, stategenCountError("[]string", c, len(src))
+		return 0, nil, runtime.CountError("[]string", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -535,11 +535,11 @@ func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkip(src, 1); err != nil {
+	if src, err = runtime.SkipValue(src, 1); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanSliceOfVisit(src); err != nil {
@@ -554,10 +554,10 @@ func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkip(src, 4); err != nil {
+	if src, err = runtime.SkipValue(src, 4); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipBytes(src); err != nil {
+	if src, err = runtime.SkipBytesValue(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -565,18 +565,18 @@ func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
 
 func stategenScanVisit(src []byte) (n int, _ []byte, err error) {
 	var m int
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanSliceOfString(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -593,10 +593,10 @@ func stategenScanMapOfStringToVisit(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/12 {
-		return 0, nil, stategenCountError("map[string]Visit", c, len(src))
+		return 0, nil, runtime.CountError("map[string]Visit", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -616,96 +616,10 @@ func stategenAppendKWindow(dst []byte, v *Window) []byte {
 
 func stategenDecodeKWindow(v *Window, src []byte) (_ []byte, err error) {
 	if v.Start, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Window.Start", err)
+		return nil, runtime.FieldError("Window.Start", err)
 	}
 	if v.End, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Window.End", err)
+		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
-}
-
-// stategenCountError reports a count of elements that the input cannot hold.
-func stategenCountError(what string, n uint64, have int) error {
-	return fmt.Errorf("%w: %s: %d elements cannot fit in the %d remaining bytes", runtime.ErrCorrupt, what, n, have)
-}
-
-// stategenDupError reports a map encoding with a key that occurs twice.
-func stategenDupError(what string) error {
-	return fmt.Errorf("%w: %s: a key occurs twice", runtime.ErrCorrupt, what)
-}
-
-// stategenFieldError names the field whose decoding failed.
-func stategenFieldError(field string, err error) error {
-	return fmt.Errorf("%s: %w", field, err)
-}
-
-// stategenScanString skips a length-prefixed string and returns its length.
-func stategenScanString(src []byte) (int, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return 0, nil, err
-	}
-	return n, rest[n:], nil
-}
-
-// stategenShortError reports truncated input.
-func stategenShortError(what string, need, have int) error {
-	return fmt.Errorf("%w: %s: need %d bytes, have %d", runtime.ErrCorrupt, what, need, have)
-}
-
-// stategenSkip skips n bytes.
-func stategenSkip(src []byte, n int) ([]byte, error) {
-	if len(src) < n {
-		return nil, stategenShortError("value", n, len(src))
-	}
-	return src[n:], nil
-}
-
-// stategenSkipBytes skips a []byte value.
-func stategenSkipBytes(src []byte) ([]byte, error) {
-	u, rest, err := runtime.DecodeUvarint(src)
-	if err != nil {
-		return nil, err
-	}
-	if u == 0 {
-		return rest, nil
-	}
-	if u-1 > uint64(len(rest)) {
-		return nil, stategenCountError("[]byte", u-1, len(rest))
-	}
-	return rest[u-1:], nil
-}
-
-// stategenSkipVarint skips a varint. It only finds the varint's end; the
-// decoder that follows the scan validates it.
-func stategenSkipVarint(src []byte) ([]byte, error) {
-	for i, b := range src {
-		if b < 128 {
-			return src[i+1:], nil
-		}
-		if i == 9 {
-			break
-		}
-	}
-	return nil, stategenShortError("varint", len(src)+1, len(src))
-}
-
-// stategenString decodes a length-prefixed string. If a is not nil, the
-// string's bytes are appended to a and the string shares a's memory.
-func stategenString(src []byte, a *strings.Builder) (string, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return "", nil, err
-	}
-	if a == nil {
-		return string(rest[:n]), rest[n:], nil
-	}
-	a.Write(rest[:n])
-	s := a.String()
-	return s[len(s)-n:], rest[n:], nil
-}
-
-// stategenTagError reports an invalid pointer tag.
-func stategenTagError(what string, tag byte) error {
-	return fmt.Errorf("%w: %s: invalid tag 0x%02x, want 0x00 or 0x01", runtime.ErrCorrupt, what, tag)
 }

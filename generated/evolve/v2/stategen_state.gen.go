@@ -274,7 +274,7 @@ func stategenAppendVPtrToPageVisit(dst []byte, v *PageVisit) []byte {
 
 func stategenDecodeVPtrToPageVisit(v **PageVisit, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if len(src) == 0 {
-		return nil, stategenShortError("*PageVisit", 1, 0)
+		return nil, runtime.ShortError("*PageVisit", 1, 0)
 	}
 	switch src[0] {
 	case 0:
@@ -282,7 +282,7 @@ func stategenDecodeVPtrToPageVisit(v **PageVisit, src []byte, a *strings.Builder
 		return src[1:], nil
 	case 1:
 	default:
-		return nil, stategenTagError("*PageVisit", src[0])
+		return nil, runtime.TagError("*PageVisit", src[0])
 	}
 	src = src[1:]
 	p := new(PageVisit)
@@ -315,7 +315,7 @@ func stategenDecodeVSliceOfPageVisit(v *[]PageVisit, src []byte, a *strings.Buil
 	}
 	n := u - 1
 	if n > uint64(len(src))/4 {
-		return nil, stategenCountError("[]PageVisit", n, len(src))
+		return nil, runtime.CountError("[]PageVisit", n, len(src))
 	}
 	s := make([]PageVisit, n)
 	for i := range s {
@@ -349,11 +349,11 @@ func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (
 	}
 	n := u - 1
 	if n > uint64(len(src)) {
-		return nil, stategenCountError("[]string", n, len(src))
+		return nil, runtime.CountError("[]string", n, len(src))
 	}
 	s := make([]string, n)
 	for i := range s {
-		if s[i], src, err = stategenString(src, a); err != nil {
+		if s[i], src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 	}
@@ -370,13 +370,13 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 
 func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Count", err)
+		return nil, runtime.FieldError("Agg.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Sum", err)
+		return nil, runtime.FieldError("Agg.Sum", err)
 	}
 	if v.Max, src, err = runtime.DecodeInt32Value(src); err != nil {
-		return nil, stategenFieldError("Agg.Max", err)
+		return nil, runtime.FieldError("Agg.Max", err)
 	}
 	return src, nil
 }
@@ -391,16 +391,16 @@ func stategenAppendVPageVisit(dst []byte, v *PageVisit) []byte {
 
 func stategenDecodeVPageVisit(v *PageVisit, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if src, err = stategenDecodeVSliceOfString(&v.Tags, src, a); err != nil {
-		return nil, stategenFieldError("PageVisit.Tags", err)
+		return nil, runtime.FieldError("PageVisit.Tags", err)
 	}
-	if v.Where, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("PageVisit.Where", err)
+	if v.Where, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("PageVisit.Where", err)
 	}
 	if v.N, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("PageVisit.N", err)
+		return nil, runtime.FieldError("PageVisit.N", err)
 	}
 	if v.Extra, src, err = runtime.DecodeBoolValue(src); err != nil {
-		return nil, stategenFieldError("PageVisit.Extra", err)
+		return nil, runtime.FieldError("PageVisit.Extra", err)
 	}
 	return src, nil
 }
@@ -419,28 +419,28 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 
 func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if src, err = stategenDecodeVMapOfStringToInt64(&v.Added, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Added", err)
+		return nil, runtime.FieldError("Profile.Added", err)
 	}
 	if v.Name, src, err = runtime.DecodeBytesValue(src); err != nil {
-		return nil, stategenFieldError("Profile.Name", err)
+		return nil, runtime.FieldError("Profile.Name", err)
 	}
 	if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Age", err)
+		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	if src, err = stategenDecodeVSliceOfPageVisit(&v.Visits, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Visits", err)
+		return nil, runtime.FieldError("Profile.Visits", err)
 	}
 	if src, err = stategenDecodeVMapOfStringToPtrToPageVisit(&v.Pages, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Pages", err)
+		return nil, runtime.FieldError("Profile.Pages", err)
 	}
 	if src, err = stategenDecodeVPageVisit(&v.Best, src, a); err != nil {
-		return nil, stategenFieldError("Profile.Best", err)
+		return nil, runtime.FieldError("Profile.Best", err)
 	}
 	if v.Ratio, src, err = runtime.DecodeFloat64Value(src); err != nil {
-		return nil, stategenFieldError("Profile.Ratio", err)
+		return nil, runtime.FieldError("Profile.Ratio", err)
 	}
-	if v.Raw, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Profile.Raw", err)
+	if v.Raw, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Profile.Raw", err)
 	}
 	return src, nil
 }
@@ -455,16 +455,16 @@ func stategenAppendVScore(dst []byte, v *Score) []byte {
 
 func stategenDecodeVScore(v *Score, src []byte, a *strings.Builder) (_ []byte, err error) {
 	if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Score.A", err)
+		return nil, runtime.FieldError("Score.A", err)
 	}
 	if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Score.B", err)
+		return nil, runtime.FieldError("Score.B", err)
 	}
-	if v.Name, src, err = stategenString(src, a); err != nil {
-		return nil, stategenFieldError("Score.Name", err)
+	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Score.Name", err)
 	}
 	if v.C, src, err = runtime.DecodeInt64Value(src); err != nil {
-		return nil, stategenFieldError("Score.C", err)
+		return nil, runtime.FieldError("Score.C", err)
 	}
 	return src, nil
 }
@@ -492,13 +492,13 @@ func stategenDecodeVMapOfStringToPtrToPageVisit(v *map[string]*PageVisit, src []
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[string]*PageVisit", n, len(src))
+		return nil, runtime.CountError("map[string]*PageVisit", n, len(src))
 	}
 	m := make(map[string]*PageVisit, n)
 	for range n {
 		var k string
 		var x *PageVisit
-		if k, src, err = stategenString(src, a); err != nil {
+		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 		if src, err = stategenDecodeVPtrToPageVisit(&x, src, a); err != nil {
@@ -507,7 +507,7 @@ func stategenDecodeVMapOfStringToPtrToPageVisit(v *map[string]*PageVisit, src []
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[string]*PageVisit")
+		return nil, runtime.DupKeyError("map[string]*PageVisit")
 	}
 	*v = m
 	return src, nil
@@ -536,13 +536,13 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 	}
 	n := u - 1
 	if n > uint64(len(src))/2 {
-		return nil, stategenCountError("map[string]int64", n, len(src))
+		return nil, runtime.CountError("map[string]int64", n, len(src))
 	}
 	m := make(map[string]int64, n)
 	for range n {
 		var k string
 		var x int64
-		if k, src, err = stategenString(src, a); err != nil {
+		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
 		if x, src, err = runtime.DecodeInt64Value(src); err != nil {
@@ -551,7 +551,7 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 		m[k] = x
 	}
 	if uint64(len(m)) != n {
-		return nil, stategenDupError("map[string]int64")
+		return nil, runtime.DupKeyError("map[string]int64")
 	}
 	*v = m
 	return src, nil
@@ -560,14 +560,14 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 func stategenScanPtrToPageVisit(src []byte) (n int, _ []byte, err error) {
 	var m int
 	if len(src) == 0 {
-		return 0, nil, stategenShortError("*PageVisit", 1, 0)
+		return 0, nil, runtime.ShortError("*PageVisit", 1, 0)
 	}
 	switch src[0] {
 	case 0:
 		return 0, src[1:], nil
 	case 1:
 	default:
-		return 0, nil, stategenTagError("*PageVisit", src[0])
+		return 0, nil, runtime.TagError("*PageVisit", src[0])
 	}
 	src = src[1:]
 	if m, src, err = stategenScanPageVisit(src); err != nil {
@@ -588,7 +588,7 @@ func stategenScanSliceOfPageVisit(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/4 {
-		return 0, nil, stategenCountError("[]PageVisit", c, len(src))
+		return 0, nil, runtime.CountError("[]PageVisit", c, len(src))
 	}
 	for range c {
 		if m, src, err = stategenScanPageVisit(src); err != nil {
@@ -610,10 +610,10 @@ func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src)) {
-		return 0, nil, stategenCountError("[]string", c, len(src))
+		return 0, nil, runtime.CountError("[]string", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -627,14 +627,14 @@ func stategenScanPageVisit(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkip(src, 1); err != nil {
+	if src, err = runtime.SkipValue(src, 1); err != nil {
 		return 0, nil, err
 	}
 	return n, src, nil
@@ -646,10 +646,10 @@ func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkipBytes(src); err != nil {
+	if src, err = runtime.SkipBytesValue(src); err != nil {
 		return 0, nil, err
 	}
-	if src, err = stategenSkipVarint(src); err != nil {
+	if src, err = runtime.SkipVarint(src); err != nil {
 		return 0, nil, err
 	}
 	if m, src, err = stategenScanSliceOfPageVisit(src); err != nil {
@@ -664,10 +664,10 @@ func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
 		return 0, nil, err
 	}
 	n += m
-	if src, err = stategenSkip(src, 8); err != nil {
+	if src, err = runtime.SkipValue(src, 8); err != nil {
 		return 0, nil, err
 	}
-	if m, src, err = stategenScanString(src); err != nil {
+	if m, src, err = runtime.ScanStringValue(src); err != nil {
 		return 0, nil, err
 	}
 	n += m
@@ -685,10 +685,10 @@ func stategenScanMapOfStringToPtrToPageVisit(src []byte) (n int, _ []byte, err e
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[string]*PageVisit", c, len(src))
+		return 0, nil, runtime.CountError("map[string]*PageVisit", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
@@ -711,14 +711,14 @@ func stategenScanMapOfStringToInt64(src []byte) (n int, _ []byte, err error) {
 	}
 	c := u - 1
 	if c > uint64(len(src))/2 {
-		return 0, nil, stategenCountError("map[string]int64", c, len(src))
+		return 0, nil, runtime.CountError("map[string]int64", c, len(src))
 	}
 	for range c {
-		if m, src, err = stategenScanString(src); err != nil {
+		if m, src, err = runtime.ScanStringValue(src); err != nil {
 			return 0, nil, err
 		}
 		n += m
-		if src, err = stategenSkipVarint(src); err != nil {
+		if src, err = runtime.SkipVarint(src); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -733,96 +733,10 @@ func stategenAppendKSpan(dst []byte, v *Span) []byte {
 
 func stategenDecodeKSpan(v *Span, src []byte) (_ []byte, err error) {
 	if v.From, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Span.From", err)
+		return nil, runtime.FieldError("Span.From", err)
 	}
 	if v.To, src, err = runtime.DecodeInt64Key(src); err != nil {
-		return nil, stategenFieldError("Span.To", err)
+		return nil, runtime.FieldError("Span.To", err)
 	}
 	return src, nil
-}
-
-// stategenCountError reports a count of elements that the input cannot hold.
-func stategenCountError(what string, n uint64, have int) error {
-	return fmt.Errorf("%w: %s: %d elements cannot fit in the %d remaining bytes", runtime.ErrCorrupt, what, n, have)
-}
-
-// stategenDupError reports a map encoding with a key that occurs twice.
-func stategenDupError(what string) error {
-	return fmt.Errorf("%w: %s: a key occurs twice", runtime.ErrCorrupt, what)
-}
-
-// stategenFieldError names the field whose decoding failed.
-func stategenFieldError(field string, err error) error {
-	return fmt.Errorf("%s: %w", field, err)
-}
-
-// stategenScanString skips a length-prefixed string and returns its length.
-func stategenScanString(src []byte) (int, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return 0, nil, err
-	}
-	return n, rest[n:], nil
-}
-
-// stategenShortError reports truncated input.
-func stategenShortError(what string, need, have int) error {
-	return fmt.Errorf("%w: %s: need %d bytes, have %d", runtime.ErrCorrupt, what, need, have)
-}
-
-// stategenSkip skips n bytes.
-func stategenSkip(src []byte, n int) ([]byte, error) {
-	if len(src) < n {
-		return nil, stategenShortError("value", n, len(src))
-	}
-	return src[n:], nil
-}
-
-// stategenSkipBytes skips a []byte value.
-func stategenSkipBytes(src []byte) ([]byte, error) {
-	u, rest, err := runtime.DecodeUvarint(src)
-	if err != nil {
-		return nil, err
-	}
-	if u == 0 {
-		return rest, nil
-	}
-	if u-1 > uint64(len(rest)) {
-		return nil, stategenCountError("[]byte", u-1, len(rest))
-	}
-	return rest[u-1:], nil
-}
-
-// stategenSkipVarint skips a varint. It only finds the varint's end; the
-// decoder that follows the scan validates it.
-func stategenSkipVarint(src []byte) ([]byte, error) {
-	for i, b := range src {
-		if b < 128 {
-			return src[i+1:], nil
-		}
-		if i == 9 {
-			break
-		}
-	}
-	return nil, stategenShortError("varint", len(src)+1, len(src))
-}
-
-// stategenString decodes a length-prefixed string. If a is not nil, the
-// string's bytes are appended to a and the string shares a's memory.
-func stategenString(src []byte, a *strings.Builder) (string, []byte, error) {
-	n, rest, err := runtime.DecodeLen(src)
-	if err != nil {
-		return "", nil, err
-	}
-	if a == nil {
-		return string(rest[:n]), rest[n:], nil
-	}
-	a.Write(rest[:n])
-	s := a.String()
-	return s[len(s)-n:], rest[n:], nil
-}
-
-// stategenTagError reports an invalid pointer tag.
-func stategenTagError(what string, tag byte) error {
-	return fmt.Errorf("%w: %s: invalid tag 0x%02x, want 0x00 or 0x01", runtime.ErrCorrupt, what, tag)
 }
