@@ -1,6 +1,9 @@
 // Package gen generates stategen's code: from Go structs marked
-// //stategen:state, serializers and an Open function that binds the structs'
-// state handles to a runtime.Store.
+// //stategen:state, serializers, an Open function that binds the structs'
+// state handles to a runtime.Store, and a Describe function that returns
+// the states' descriptors (their names, schemas and codecs) for readers
+// that hold no store, such as checkpoint/inspect. The codecs of types
+// declared in other packages are unexported; the descriptors carry them.
 //
 // # Design
 //

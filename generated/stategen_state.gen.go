@@ -10,6 +10,66 @@ import (
 	"time"
 )
 
+// ClickStateDescriptors are the descriptors of the states of ClickState,
+// one field per state: what OpenClickState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type ClickStateDescriptors struct {
+	// Clicks is the descriptor of state "clicks".
+	Clicks runtime.ValueDescriptor[string, int64]
+	// Last is the descriptor of state "last-event".
+	Last runtime.ValueDescriptor[string, Event]
+	// History is the descriptor of state "history".
+	History runtime.ListDescriptor[string, Event]
+	// Pages is the descriptor of state "pages".
+	Pages runtime.MapDescriptor[string, string, int64]
+	// Timeline is the descriptor of state "Timeline".
+	Timeline runtime.MapDescriptor[int64, time.Time, Event]
+}
+
+// DescribeClickState returns the descriptors of the states of ClickState.
+func DescribeClickState() ClickStateDescriptors {
+	return ClickStateDescriptors{
+		Clicks: runtime.ValueDescriptor[string, int64]{
+			Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
+			Key:         runtime.StringCodec{},
+			Name:        "clicks",
+			Schema:      "stategen/v1 value key=string value=int64",
+			Value:       runtime.Int64Codec{},
+		},
+		Last: runtime.ValueDescriptor[string, Event]{
+			Fingerprint: "v1:eb0f7c514ec7e8f043f086658e6233e5",
+			Key:         runtime.StringCodec{},
+			Name:        "last-event",
+			Schema:      "stategen/v1 value key=string value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
+			Value:       EventCodec{},
+		},
+		History: runtime.ListDescriptor[string, Event]{
+			Fingerprint: "v1:b23e870282e4a3a6f6cce5e1003b1b43",
+			Key:         runtime.StringCodec{},
+			Name:        "history",
+			Schema:      "stategen/v1 list key=string value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
+			Value:       EventCodec{},
+		},
+		Pages: runtime.MapDescriptor[string, string, int64]{
+			Fingerprint: "v1:46d775ce260d8e4f9d8397caf688ddca",
+			Key:         runtime.StringCodec{},
+			Name:        "pages",
+			Schema:      "stategen/v1 map key=string userkey=string value=int64",
+			UserKey:     runtime.StringCodec{},
+			Value:       runtime.Int64Codec{},
+		},
+		Timeline: runtime.MapDescriptor[int64, time.Time, Event]{
+			Fingerprint: "v1:42d885b1e579b2391f1b48fa039e0619",
+			Key:         runtime.Int64Codec{},
+			Name:        "Timeline",
+			Schema:      "stategen/v1 sortedmap key=int64 userkey=time value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
+			UserKey:     runtime.TimeCodec{},
+			Value:       EventCodec{},
+		},
+	}
+}
+
 // OpenClickState returns a new ClickState whose states are registered with s. It
 // returns the first registration error: an invalid or duplicate name, or a
 // state registered before with another kind or schema
@@ -23,56 +83,108 @@ import (
 //	Pages "pages": stategen/v1 map key=string userkey=string value=int64
 //	Timeline "Timeline": stategen/v1 sortedmap key=int64 userkey=time value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}
 func OpenClickState(s runtime.Store) (*ClickState, error) {
+	d := DescribeClickState()
 	st := new(ClickState)
 	var err error
-	if st.Clicks, err = runtime.NewValue(s, runtime.ValueDescriptor[string, int64]{
-		Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
-		Key:         runtime.StringCodec{},
-		Name:        "clicks",
-		Schema:      "stategen/v1 value key=string value=int64",
-		Value:       runtime.Int64Codec{},
-	}); err != nil {
+	if st.Clicks, err = runtime.NewValue(s, d.Clicks); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Clicks: %w", err)
 	}
-	if st.Last, err = runtime.NewValue(s, runtime.ValueDescriptor[string, Event]{
-		Fingerprint: "v1:eb0f7c514ec7e8f043f086658e6233e5",
-		Key:         runtime.StringCodec{},
-		Name:        "last-event",
-		Schema:      "stategen/v1 value key=string value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
-		Value:       EventCodec{},
-	}); err != nil {
+	if st.Last, err = runtime.NewValue(s, d.Last); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Last: %w", err)
 	}
-	if st.History, err = runtime.NewList(s, runtime.ListDescriptor[string, Event]{
-		Fingerprint: "v1:b23e870282e4a3a6f6cce5e1003b1b43",
-		Key:         runtime.StringCodec{},
-		Name:        "history",
-		Schema:      "stategen/v1 list key=string value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
-		Value:       EventCodec{},
-	}); err != nil {
+	if st.History, err = runtime.NewList(s, d.History); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field History: %w", err)
 	}
-	if st.Pages, err = runtime.NewMap(s, runtime.MapDescriptor[string, string, int64]{
-		Fingerprint: "v1:46d775ce260d8e4f9d8397caf688ddca",
-		Key:         runtime.StringCodec{},
-		Name:        "pages",
-		Schema:      "stategen/v1 map key=string userkey=string value=int64",
-		UserKey:     runtime.StringCodec{},
-		Value:       runtime.Int64Codec{},
-	}); err != nil {
+	if st.Pages, err = runtime.NewMap(s, d.Pages); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Pages: %w", err)
 	}
-	if st.Timeline, err = runtime.NewSortedMap(s, runtime.MapDescriptor[int64, time.Time, Event]{
-		Fingerprint: "v1:42d885b1e579b2391f1b48fa039e0619",
-		Key:         runtime.Int64Codec{},
-		Name:        "Timeline",
-		Schema:      "stategen/v1 sortedmap key=int64 userkey=time value=struct{ID int64;Name string;At time;Tags []string;Score float64;Counts map[string]int64}",
-		UserKey:     runtime.TimeCodec{},
-		Value:       EventCodec{},
-	}); err != nil {
+	if st.Timeline, err = runtime.NewSortedMap(s, d.Timeline); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Timeline: %w", err)
 	}
 	return st, nil
+}
+
+// WindowStateDescriptors are the descriptors of the states of WindowState,
+// one field per state: what OpenWindowState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type WindowStateDescriptors struct {
+	// Aggs is the descriptor of state "aggs".
+	Aggs runtime.SubKeyedValueDescriptor[string, Window, Agg]
+	// Samples is the descriptor of state "samples".
+	Samples runtime.SubKeyedListDescriptor[SessionKey, Window, Scalars]
+	// Seen is the descriptor of state "seen".
+	Seen runtime.SubKeyedMapDescriptor[uint64, Window, SessionKey, Color]
+	// Ranked is the descriptor of state "ranked".
+	Ranked runtime.SubKeyedMapDescriptor[Level, int32, float64, []byte]
+	// Places is the descriptor of state "places".
+	Places runtime.MapDescriptor[geo.Point, [16]uint8, geo.Pair[Level, Blob]]
+	// Sessions is the descriptor of state "sessions".
+	Sessions runtime.ValueDescriptor[SessionKey, *Agg]
+	// Durs is the descriptor of state "durations".
+	Durs runtime.ListDescriptor[time.Duration, map[string][]*float64]
+}
+
+// DescribeWindowState returns the descriptors of the states of WindowState.
+func DescribeWindowState() WindowStateDescriptors {
+	return WindowStateDescriptors{
+		Aggs: runtime.SubKeyedValueDescriptor[string, Window, Agg]{
+			Fingerprint: "v1:efa826ccfd9c978ebd099ca432416c9e",
+			Key:         runtime.StringCodec{},
+			Name:        "aggs",
+			Namespace:   WindowCodec{},
+			Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}",
+			Value:       AggCodec{},
+		},
+		Samples: runtime.SubKeyedListDescriptor[SessionKey, Window, Scalars]{
+			Fingerprint: "v1:67f8f93c30053b8543048c92bbc2b729",
+			Key:         SessionKeyCodec{},
+			Name:        "samples",
+			Namespace:   WindowCodec{},
+			Schema:      "stategen/v1 list subkeyed key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} namespace=struct{Start int64;End int64} value=struct{B bool;I int;I8 int8;I16 int16;I32 int32;I64 int64;U uint;U8 uint8;U16 uint16;U32 uint32;U64 uint64;F32 float32;F64 float64;S string;Bs bytes;T time;D duration}",
+			Value:       ScalarsCodec{},
+		},
+		Seen: runtime.SubKeyedMapDescriptor[uint64, Window, SessionKey, Color]{
+			Fingerprint: "v1:aeb4df40d1c86d983d99faeda7a45e4b",
+			Key:         runtime.Uint64Codec{},
+			Name:        "seen",
+			Namespace:   WindowCodec{},
+			Schema:      "stategen/v1 map subkeyed key=uint64 namespace=struct{Start int64;End int64} userkey=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=uint8",
+			UserKey:     SessionKeyCodec{},
+			Value:       ColorCodec{},
+		},
+		Ranked: runtime.SubKeyedMapDescriptor[Level, int32, float64, []byte]{
+			Fingerprint: "v1:3e23d6bab9faac56ef7879c522d4bba6",
+			Key:         LevelCodec{},
+			Name:        "ranked",
+			Namespace:   runtime.Int32Codec{},
+			Schema:      "stategen/v1 sortedmap subkeyed key=string namespace=int32 userkey=float64 value=bytes",
+			UserKey:     runtime.Float64Codec{},
+			Value:       runtime.BytesCodec{},
+		},
+		Places: runtime.MapDescriptor[geo.Point, [16]uint8, geo.Pair[Level, Blob]]{
+			Fingerprint: "v1:72503ad438416eeeedb7fdf681b44c3c",
+			Key:         stategenCodecGeoPoint{},
+			Name:        "places",
+			Schema:      "stategen/v1 sortedmap key=struct{Lat float64;Lon float64} userkey=[16]uint8 value=struct{First string;Second bytes}",
+			UserKey:     stategenCodecArray16OfUint8{},
+			Value:       stategenCodecGeoPairOfLevelAndBlob{},
+		},
+		Sessions: runtime.ValueDescriptor[SessionKey, *Agg]{
+			Fingerprint: "v1:ee67ecf28dfa330aa357d2d22c1a8e7a",
+			Key:         SessionKeyCodec{},
+			Name:        "sessions",
+			Schema:      "stategen/v1 value key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=*struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}",
+			Value:       stategenCodecPtrToAgg{},
+		},
+		Durs: runtime.ListDescriptor[time.Duration, map[string][]*float64]{
+			Fingerprint: "v1:5e2c0586460ddeffee87e31644e9598c",
+			Key:         runtime.DurationCodec{},
+			Name:        "durations",
+			Schema:      "stategen/v1 list key=duration value=map[string][]*float64",
+			Value:       stategenCodecMapOfStringToSliceOfPtrToFloat64{},
+		},
+	}
 }
 
 // OpenWindowState returns a new WindowState whose states are registered with s. It
@@ -90,76 +202,28 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 //	Sessions "sessions": stategen/v1 value key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=*struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}
 //	Durs "durations": stategen/v1 list key=duration value=map[string][]*float64
 func OpenWindowState(s runtime.Store) (*WindowState, error) {
+	d := DescribeWindowState()
 	st := new(WindowState)
 	var err error
-	if st.Aggs, err = runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, Window, Agg]{
-		Fingerprint: "v1:efa826ccfd9c978ebd099ca432416c9e",
-		Key:         runtime.StringCodec{},
-		Name:        "aggs",
-		Namespace:   WindowCodec{},
-		Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}",
-		Value:       AggCodec{},
-	}); err != nil {
+	if st.Aggs, err = runtime.NewSubKeyedValue(s, d.Aggs); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Aggs: %w", err)
 	}
-	if st.Samples, err = runtime.NewSubKeyedList(s, runtime.SubKeyedListDescriptor[SessionKey, Window, Scalars]{
-		Fingerprint: "v1:67f8f93c30053b8543048c92bbc2b729",
-		Key:         SessionKeyCodec{},
-		Name:        "samples",
-		Namespace:   WindowCodec{},
-		Schema:      "stategen/v1 list subkeyed key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} namespace=struct{Start int64;End int64} value=struct{B bool;I int;I8 int8;I16 int16;I32 int32;I64 int64;U uint;U8 uint8;U16 uint16;U32 uint32;U64 uint64;F32 float32;F64 float64;S string;Bs bytes;T time;D duration}",
-		Value:       ScalarsCodec{},
-	}); err != nil {
+	if st.Samples, err = runtime.NewSubKeyedList(s, d.Samples); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Samples: %w", err)
 	}
-	if st.Seen, err = runtime.NewSubKeyedMap(s, runtime.SubKeyedMapDescriptor[uint64, Window, SessionKey, Color]{
-		Fingerprint: "v1:aeb4df40d1c86d983d99faeda7a45e4b",
-		Key:         runtime.Uint64Codec{},
-		Name:        "seen",
-		Namespace:   WindowCodec{},
-		Schema:      "stategen/v1 map subkeyed key=uint64 namespace=struct{Start int64;End int64} userkey=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=uint8",
-		UserKey:     SessionKeyCodec{},
-		Value:       ColorCodec{},
-	}); err != nil {
+	if st.Seen, err = runtime.NewSubKeyedMap(s, d.Seen); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Seen: %w", err)
 	}
-	if st.Ranked, err = runtime.NewSubKeyedSortedMap(s, runtime.SubKeyedMapDescriptor[Level, int32, float64, []byte]{
-		Fingerprint: "v1:3e23d6bab9faac56ef7879c522d4bba6",
-		Key:         LevelCodec{},
-		Name:        "ranked",
-		Namespace:   runtime.Int32Codec{},
-		Schema:      "stategen/v1 sortedmap subkeyed key=string namespace=int32 userkey=float64 value=bytes",
-		UserKey:     runtime.Float64Codec{},
-		Value:       runtime.BytesCodec{},
-	}); err != nil {
+	if st.Ranked, err = runtime.NewSubKeyedSortedMap(s, d.Ranked); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Ranked: %w", err)
 	}
-	if st.Places, err = runtime.NewSortedMap(s, runtime.MapDescriptor[geo.Point, [16]uint8, geo.Pair[Level, Blob]]{
-		Fingerprint: "v1:72503ad438416eeeedb7fdf681b44c3c",
-		Key:         stategenCodecGeoPoint{},
-		Name:        "places",
-		Schema:      "stategen/v1 sortedmap key=struct{Lat float64;Lon float64} userkey=[16]uint8 value=struct{First string;Second bytes}",
-		UserKey:     stategenCodecArray16OfUint8{},
-		Value:       stategenCodecGeoPairOfLevelAndBlob{},
-	}); err != nil {
+	if st.Places, err = runtime.NewSortedMap(s, d.Places); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Places: %w", err)
 	}
-	if st.Sessions, err = runtime.NewValue(s, runtime.ValueDescriptor[SessionKey, *Agg]{
-		Fingerprint: "v1:ee67ecf28dfa330aa357d2d22c1a8e7a",
-		Key:         SessionKeyCodec{},
-		Name:        "sessions",
-		Schema:      "stategen/v1 value key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=*struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}",
-		Value:       stategenCodecPtrToAgg{},
-	}); err != nil {
+	if st.Sessions, err = runtime.NewValue(s, d.Sessions); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Sessions: %w", err)
 	}
-	if st.Durs, err = runtime.NewList(s, runtime.ListDescriptor[time.Duration, map[string][]*float64]{
-		Fingerprint: "v1:5e2c0586460ddeffee87e31644e9598c",
-		Key:         runtime.DurationCodec{},
-		Name:        "durations",
-		Schema:      "stategen/v1 list key=duration value=map[string][]*float64",
-		Value:       stategenCodecMapOfStringToSliceOfPtrToFloat64{},
-	}); err != nil {
+	if st.Durs, err = runtime.NewList(s, d.Durs); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Durs: %w", err)
 	}
 	return st, nil

@@ -16,10 +16,12 @@
 // block read is checksummed and every length bounded: a damaged checkpoint
 // gives a *checkpoint.FileError naming the file, never a panic or garbage.
 //
+// The typed readers take the descriptors the generated code exports: for a
+// state struct ClickState, DescribeClickState returns one per state, with
+// the codecs of its types wherever they are declared.
+//
 //	c, err := inspect.Open(ctx, "/var/lib/job/checkpoints", "42")
-//	users, err := inspect.Values(ctx, c, "clickstream", runtime.ValueDescriptor[string, UserStats]{
-//		Name: "user-stats", Key: runtime.StringCodec{}, Value: UserStatsCodec{},
-//	})
+//	users, err := inspect.Values(ctx, c, "clickstream", pipeline.DescribeClickState().Users)
 package inspect
 
 import (

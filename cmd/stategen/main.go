@@ -5,7 +5,7 @@
 // comment whose fields are the generic state handles of package
 // github.com/stategen/stategen/runtime:
 //
-//	//go:generate go run github.com/stategen/stategen/cmd/stategen
+//	//go:generate go tool stategen
 //
 //	//stategen:state
 //	type ClickState struct {
@@ -15,8 +15,8 @@
 //
 // stategen writes stategen_state.gen.go (and, unless -tests=false,
 // stategen_state.gen_test.go) into each package it is given, with
-// OpenClickState(runtime.Store) (*ClickState, error) and the codecs of every
-// type the states use. See package github.com/stategen/stategen/gen for the
+// OpenClickState(runtime.Store) (*ClickState, error), DescribeClickState()
+// (the states' descriptors) and the codecs of every type the states use. See package github.com/stategen/stategen/gen for the
 // design and the supported types.
 //
 // Usage:
@@ -54,10 +54,11 @@
 // -state NAME writes a state's entries as JSON lines. Run "stategen
 // checkpoint" for details.
 //
-// To run stategen as a tool of a module (Go 1.24 and later), add it with
-// go get -tool github.com/stategen/stategen/cmd/stategen and write
-//
-//	//go:generate go tool stategen
+// stategen runs as a tool of the module (Go 1.24 and later), added once
+// with go get -tool github.com/stategen/stategen/cmd/stategen: the tool
+// directive pins its version and keeps its dependencies in go.mod and
+// go.sum through go mod tidy, which a go:generate line of the form
+// "go run github.com/stategen/stategen/cmd/stategen" would need and lose.
 package main
 
 import (
@@ -93,10 +94,10 @@ Flags:
 const examples = `
 Examples:
 
-  In a package, next to the declarations:
-	//go:generate go run github.com/stategen/stategen/cmd/stategen
+  Once per module (Go 1.24+), pin stategen as a tool:
+	go get -tool github.com/stategen/stategen/cmd/stategen
 
-  As a tool of the module (go get -tool github.com/stategen/stategen/cmd/stategen):
+  In a package, next to the declarations:
 	//go:generate go tool stategen
 
   Generate for every package of a module:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestHelpShowsExamples(t *testing.T) {
 	if code := run([]string{"-h"}, &out, &errb); code != exitOK {
 		t.Errorf("exit %d, want 0", code)
 	}
-	for _, want := range []string{"usage: stategen", "-check", "//go:generate go run github.com/stategen/stategen/cmd/stategen", "go tool stategen", "Exit status"} {
+	for _, want := range []string{"usage: stategen", "-check", "go get -tool github.com/stategen/stategen/cmd/stategen", "//go:generate go tool stategen", "Exit status"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, errb.String())
 		}
@@ -67,7 +68,7 @@ func TestCheckGeneratedIsUpToDate(t *testing.T) {
 
 const e2eMain = `package main
 
-//go:generate go run github.com/stategen/stategen/cmd/stategen
+//go:generate go tool stategen
 
 import (
 	"fmt"
@@ -161,59 +162,29 @@ reopened true
 const e2eWant = e2eRun + e2eRun
 
 // TestEndToEnd builds a throwaway module that uses stategen through go
-// generate, runs it against the cow backend and the reference store, and
-// checks its output;
-// then checks that -check notices a stale declaration.
+// generate (set up as the README says: see newUserModule), runs it against
+// the cow backend and the reference store, and checks its output; then
+// checks that -check notices a stale declaration.
 func TestEndToEnd(t *testing.T) {
-	root := repoRoot(t)
-	dir := t.TempDir()
-	gomod := "module example.com/e2e\n\ngo 1.26\n\nrequire github.com/stategen/stategen v0.0.0\n\nreplace github.com/stategen/stategen => " + root + "\n"
-	write := func(name, content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", gomod)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("go.sum", string(sum))
-	write("main.go", e2eMain)
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
-	gocmd := func(args ...string) (string, error) {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	if out, err := gocmd("generate", "./..."); err != nil {
-		t.Fatalf("go generate: %v\n%s", err, out)
-	}
+	m := newUserModule(t, readReadme(t))
+	m.write("main.go", e2eMain)
+	m.mustGo("mod", "tidy")
+	m.mustGo("generate", "./...")
 	for _, name := range []string{"stategen_state.gen.go", "stategen_state.gen_test.go"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+		if _, err := os.Stat(filepath.Join(m.dir, name)); err != nil {
 			t.Fatalf("go generate did not write %s: %v", name, err)
 		}
 	}
-	out, err := gocmd("run", ".")
-	if err != nil {
-		t.Fatalf("go run: %v\n%s", err, out)
-	}
-	if out != e2eWant {
+	if out := m.mustGo("run", "."); out != e2eWant {
 		t.Errorf("output:\n%s\nwant:\n%s", out, e2eWant)
 	}
-	if out, err := gocmd("test", "-run", "TestStategenCodecs", "."); err != nil {
-		t.Fatalf("generated tests: %v\n%s", err, out)
-	}
+	m.mustGo("test", "-run", "TestStategenCodecs", ".")
 	// A changed declaration makes -check fail with status 3.
-	write("main.go", strings.Replace(e2eMain, "Tags []string", "Tags []string\n\tN    int", 1))
-	out, err = gocmd("run", "github.com/stategen/stategen/cmd/stategen", "-check")
-	// go run reports the program's exit status on its last line.
-	if err == nil || !strings.HasSuffix(out, "exit status 3\n") {
-		t.Fatalf("stategen -check on a stale package: %v\n%s", err, out)
+	m.write("main.go", strings.Replace(e2eMain, "Tags []string", "Tags []string\n\tN    int", 1))
+	out, err := m.goCmd("tool", "stategen", "-check")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitStale {
+		t.Fatalf("stategen -check on a stale package: %v, want exit status %d\n%s", err, exitStale, out)
 	}
 	if !strings.Contains(out, "stategen_state.gen.go: stale: +") {
 		t.Errorf("-check output lacks a diff summary:\n%s", out)

@@ -123,11 +123,17 @@ func newEmitter(pkg *model.Package) (*emitter, error) {
 	var errs model.ErrorList
 	taken := map[string]string{}
 	for _, s := range pkg.Structs {
-		n := openName(s.Name)
-		if p, ok := pkg.Decls[n]; ok {
-			errs = append(errs, &model.Error{Pos: p, Msg: fmt.Sprintf("%s conflicts with the function stategen generates for state struct %s; rename one of them", n, s.Name)})
+		for _, g := range []struct{ name, what string }{
+			{openName(s.Name), "function"}, {describeName(s.Name), "function"}, {descriptorsName(s.Name), "type"},
+		} {
+			if p, ok := pkg.Decls[g.name]; ok {
+				errs = append(errs, &model.Error{Pos: p, Msg: fmt.Sprintf("%s conflicts with the %s stategen generates for state struct %s; rename one of them", g.name, g.what, s.Name)})
+			}
+			if other, ok := taken[g.name]; ok {
+				errs = append(errs, &model.Error{Msg: fmt.Sprintf("package %s: generated name %s is needed both for state struct %s and %s", pkg.Path, g.name, s.Name, other)})
+			}
+			taken[g.name] = "state struct " + s.Name
 		}
-		taken[n] = s.Name
 	}
 	for _, id := range sortedKeys(e.codecs) {
 		c := e.codecs[id]
@@ -245,11 +251,22 @@ func sortedKeys[V any](m map[string]V) []string {
 func sortedSet(m map[string]bool) []string { return sortedKeys(m) }
 
 // openName returns the name of the Open function of state struct s.
-func openName(s string) string {
+func openName(s string) string { return verbName("Open", s) }
+
+// describeName returns the name of the Describe function of state struct
+// s.
+func describeName(s string) string { return verbName("Describe", s) }
+
+// descriptorsName returns the name of the descriptors type of state struct
+// s.
+func descriptorsName(s string) string { return s + "Descriptors" }
+
+// verbName returns verb+s, exported if s is.
+func verbName(verb, s string) string {
 	if s != "" && s[0] >= 'a' && s[0] <= 'z' || s != "" && s[0] == '_' {
-		return "open" + upperFirst(s)
+		return strings.ToLower(verb[:1]) + verb[1:] + upperFirst(s)
 	}
-	return "Open" + s
+	return verb + s
 }
 
 var builtinCodec = map[model.Kind]string{
@@ -403,63 +420,38 @@ func (e *emitter) codecExpr(t *model.Type) jen.Code {
 	return jen.Id(c.name).Values()
 }
 
-// open emits the Open function of a state struct.
+// open emits, for a state struct, its descriptors type, the Describe
+// function that returns them and the Open function that registers them.
 func (e *emitter) open(s *model.StateStruct) {
-	name := openName(s.Name)
+	name, dtype, dname := openName(s.Name), descriptorsName(s.Name), describeName(s.Name)
+	var fields, values []jen.Code
+	for _, st := range s.States {
+		typ, value := e.descriptor(st)
+		fields = append(fields, jen.Comment(fmt.Sprintf("%s is the descriptor of state %q.", st.Field, st.Name)), jen.Id(st.Field).Add(typ))
+		values = append(values, jen.Id(st.Field).Op(":").Add(typ).Values(value).Op(","))
+	}
+	e.comment(fmt.Sprintf("%s are the descriptors of the states of %s,\none field per state: what %s registers, and what the typed readers\nof package checkpoint/inspect take to read the states from a checkpoint\noffline.", dtype, s.Name, name))
+	e.f.Type().Id(dtype).Struct(fields...)
+	e.f.Line()
+	e.comment(fmt.Sprintf("%s returns the descriptors of the states of %s.", dname, s.Name))
+	e.f.Func().Id(dname).Params().Id(dtype).Block(
+		jen.Return(jen.Id(dtype).Block(values...)))
+	e.f.Line()
+
 	e.comment(fmt.Sprintf("%s returns a new %s whose states are registered with s. It\nreturns the first registration error: an invalid or duplicate name, or a\nstate registered before with another kind or schema\n(runtime.ErrStateMismatch).\n\nStates and their canonical schemas:\n", name, s.Name))
 	for _, st := range s.States {
 		e.f.Comment(fmt.Sprintf("\t%s %q: %s", st.Field, st.Name, st.Schema()))
 	}
 	body := []jen.Code{
+		jen.Id("d").Op(":=").Id(dname).Call(),
 		jen.Id("st").Op(":=").New(jen.Id(s.Name)),
 		jen.Var().Err().Error(),
 	}
 	for _, st := range s.States {
-		targs := []jen.Code{e.typ(st.Key)}
-		dict := jen.Dict{
-			jen.Id("Name"):        jen.Lit(st.Name),
-			jen.Id("Fingerprint"): jen.Lit(st.Fingerprint()),
-			jen.Id("Schema"):      jen.Lit(st.Schema()),
-			jen.Id("Key"):         e.codecExpr(st.Key),
-			jen.Id("Value"):       e.codecExpr(st.Value),
-		}
-		if st.Namespace != nil {
-			targs = append(targs, e.typ(st.Namespace))
-			dict[jen.Id("Namespace")] = e.codecExpr(st.Namespace)
-		}
-		if st.UserKey != nil {
-			targs = append(targs, e.typ(st.UserKey))
-			dict[jen.Id("UserKey")] = e.codecExpr(st.UserKey)
-		}
-		if len(st.Migrations) > 0 {
-			var ms []jen.Code
-			for _, m := range st.Migrations {
-				ms = append(ms, jen.Values(jen.Dict{
-					jen.Id("From"):    jen.Lit(st.MigrationSchema(m)),
-					jen.Id("Convert"): jen.Qual(RuntimePath, "MigrationFunc").Call(e.codecExpr(m.From), e.codecExpr(st.Value), jen.Id(m.Func)),
-				}))
-			}
-			dict[jen.Id("Migrations")] = jen.Index().Qual(RuntimePath, "Migration").Values(ms...)
-		}
-		targs = append(targs, e.typ(st.Value))
-		desc := ""
-		switch st.Kind {
-		case model.KindValue:
-			desc = "ValueDescriptor"
-		case model.KindList:
-			desc = "ListDescriptor"
-		default:
-			desc = "MapDescriptor"
-		}
-		if st.SubKeyed {
-			desc = "SubKeyed" + desc
-		}
 		body = append(body,
 			jen.If(
 				jen.List(jen.Id("st").Dot(st.Field), jen.Err()).Op("=").Qual(RuntimePath, "New"+st.Handle()).Call(
-					jen.Id("s"),
-					jen.Qual(RuntimePath, desc).Types(targs...).Values(dict),
-				),
+					jen.Id("s"), jen.Id("d").Dot(st.Field)),
 				jen.Err().Op("!=").Nil(),
 			).Block(
 				jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(name+": field "+st.Field+": %w"), jen.Err())),
@@ -469,6 +461,51 @@ func (e *emitter) open(s *model.StateStruct) {
 	e.f.Func().Id(name).Params(jen.Id("s").Qual(RuntimePath, "Store")).
 		Params(jen.Op("*").Id(s.Name), jen.Error()).Block(body...)
 	e.f.Line()
+}
+
+// descriptor returns the type of the runtime descriptor of state st and
+// the fields of its value.
+func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
+	targs := []jen.Code{e.typ(st.Key)}
+	dict := jen.Dict{
+		jen.Id("Name"):        jen.Lit(st.Name),
+		jen.Id("Fingerprint"): jen.Lit(st.Fingerprint()),
+		jen.Id("Schema"):      jen.Lit(st.Schema()),
+		jen.Id("Key"):         e.codecExpr(st.Key),
+		jen.Id("Value"):       e.codecExpr(st.Value),
+	}
+	if st.Namespace != nil {
+		targs = append(targs, e.typ(st.Namespace))
+		dict[jen.Id("Namespace")] = e.codecExpr(st.Namespace)
+	}
+	if st.UserKey != nil {
+		targs = append(targs, e.typ(st.UserKey))
+		dict[jen.Id("UserKey")] = e.codecExpr(st.UserKey)
+	}
+	if len(st.Migrations) > 0 {
+		var ms []jen.Code
+		for _, m := range st.Migrations {
+			ms = append(ms, jen.Values(jen.Dict{
+				jen.Id("From"):    jen.Lit(st.MigrationSchema(m)),
+				jen.Id("Convert"): jen.Qual(RuntimePath, "MigrationFunc").Call(e.codecExpr(m.From), e.codecExpr(st.Value), jen.Id(m.Func)),
+			}))
+		}
+		dict[jen.Id("Migrations")] = jen.Index().Qual(RuntimePath, "Migration").Values(ms...)
+	}
+	targs = append(targs, e.typ(st.Value))
+	desc := ""
+	switch st.Kind {
+	case model.KindValue:
+		desc = "ValueDescriptor"
+	case model.KindList:
+		desc = "ListDescriptor"
+	default:
+		desc = "MapDescriptor"
+	}
+	if st.SubKeyed {
+		desc = "SubKeyed" + desc
+	}
+	return jen.Qual(RuntimePath, desc).Types(targs...), dict
 }
 
 // comment emits a line comment of several lines.

@@ -37,6 +37,8 @@ func TestFileFromHandBuiltModel(t *testing.T) {
 	for _, want := range []string{
 		Header + "\n",
 		"func OpenS(s runtime.Store) (*S, error) {",
+		"func DescribeS() SDescriptors {",
+		"type SDescriptors struct {",
 		"type EventCodec struct{}",
 		"Value:       EventCodec{},",
 		`Fingerprint: "` + pkgWith().Structs[0].States[0].Fingerprint() + `"`,
@@ -48,13 +50,20 @@ func TestFileFromHandBuiltModel(t *testing.T) {
 }
 
 func TestGeneratedNamesMustNotConflict(t *testing.T) {
-	_, err := File(pkgWith("S", "Event", "EventCodec", "OpenS"))
+	_, err := File(pkgWith("S", "Event", "EventCodec", "OpenS", "DescribeS", "SDescriptors"))
 	var list model.ErrorList
-	if !errors.As(err, &list) || len(list) != 2 {
-		t.Fatalf("got %v, want two errors", err)
+	if !errors.As(err, &list) || len(list) != 4 {
+		t.Fatalf("got %v, want four errors", err)
 	}
-	if got, want := list[0].Error(), "p.go:3:6: EventCodec conflicts with the codec stategen generates for type Event; rename one of them"; got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
+	for i, want := range []string{
+		"p.go:3:6: EventCodec conflicts with the codec stategen generates for type Event; rename one of them",
+		"p.go:4:6: OpenS conflicts with the function stategen generates for state struct S; rename one of them",
+		"p.go:5:6: DescribeS conflicts with the function stategen generates for state struct S; rename one of them",
+		"p.go:6:6: SDescriptors conflicts with the type stategen generates for state struct S; rename one of them",
+	} {
+		if got := list[i].Error(); got != want {
+			t.Errorf("error %d: got  %s\nwant %s", i, got, want)
+		}
 	}
 }
 

@@ -388,18 +388,10 @@ func BenchmarkRestoreMigrate(b *testing.B) {
 func TestInspectReadsYesterdaysCheckpointWithTodaysTypes(t *testing.T) {
 	c, err := inspect.OpenStorage(ctx, golden(t), "chk-1")
 	check(t, err)
-	store := backends[0].new(t, runtime.FullRange(maxP))
-	st, err := v2.OpenState(store)
+	d := v2.DescribeState()
+	scores, err := inspect.Values(ctx, c, "op", d.Scores)
 	check(t, err)
-	scores, err := inspect.Values(ctx, c, "op", runtime.ValueDescriptor[string, v2.Score]{
-		Name: "scores", Fingerprint: st.Scores.Spec().Fingerprint, Schema: st.Scores.Spec().Schema,
-		Key: runtime.StringCodec{}, Value: v2.ScoreCodec{},
-	})
-	check(t, err)
-	history, err := inspect.Lists(ctx, c, "op", runtime.ListDescriptor[string, v2.PageVisit]{
-		Name: "history", Fingerprint: st.History.Spec().Fingerprint, Schema: st.History.Spec().Schema,
-		Key: runtime.StringCodec{}, Value: v2.PageVisitCodec{},
-	})
+	history, err := inspect.Lists(ctx, c, "op", d.History)
 	check(t, err)
 	for i, u := range users {
 		want := wantV2(i, u)
@@ -411,12 +403,7 @@ func TestInspectReadsYesterdaysCheckpointWithTodaysTypes(t *testing.T) {
 		}
 	}
 	// An incompatible descriptor is refused, naming the field.
-	bst, err := bad.OpenState(backends[0].new(t, runtime.FullRange(maxP)))
-	check(t, err)
-	_, err = inspect.Values(ctx, c, "op", runtime.ValueDescriptor[string, bad.Profile]{
-		Name: "profiles", Fingerprint: bst.Profiles.Spec().Fingerprint, Schema: bst.Profiles.Spec().Schema,
-		Key: runtime.StringCodec{}, Value: bad.ProfileCodec{},
-	})
+	_, err = inspect.Values(ctx, c, "op", bad.DescribeState().Profiles)
 	if !errors.Is(err, inspect.ErrState) || !errors.Is(err, schema.ErrIncompatible) || !strings.Contains(err.Error(), "value.Name") {
 		t.Errorf("inspect with an incompatible descriptor: %v", err)
 	}

@@ -115,21 +115,17 @@ func TestCheckpointHoldsExactlyItsRecordedPositions(t *testing.T) {
 		t.Fatal("the checkpoint reflects no event")
 	}
 
-	// Fingerprints come from the generated code, through the handles.
-	gotUsers, err := inspect.Values(ctx, c, Operator, runtime.ValueDescriptor[string, UserStats]{
-		Name: "user-stats", Fingerprint: ref.Users.Spec().Fingerprint,
-		Key: runtime.StringCodec{}, Value: UserStatsCodec{},
-	})
+	// The descriptors, codecs and schemas included, come from the
+	// generated code.
+	d := DescribeClickState()
+	gotUsers, err := inspect.Values(ctx, c, Operator, d.Users)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(wantUsers, gotUsers); diff != "" {
 		t.Fatalf("user-stats in %s (-want +got):\n%s", name, diff)
 	}
-	pages, err := inspect.Maps(ctx, c, Operator, runtime.MapDescriptor[string, string, int64]{
-		Name: "page-views", Fingerprint: ref.Pages.Spec().Fingerprint,
-		Key: runtime.StringCodec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{},
-	})
+	pages, err := inspect.Maps(ctx, c, Operator, d.Pages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +142,7 @@ func TestCheckpointHoldsExactlyItsRecordedPositions(t *testing.T) {
 			t.Fatalf("user %s: page views sum to %d, user-stats counts %d events", user, sum, st.Events)
 		}
 	}
-	recent, err := inspect.Lists(ctx, c, Operator, runtime.ListDescriptor[string, Event]{
-		Name: "recent", Key: runtime.StringCodec{}, Value: EventCodec{},
-	})
+	recent, err := inspect.Lists(ctx, c, Operator, d.Recent)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,67 @@ import (
 	"strings"
 )
 
+// ClickStateDescriptors are the descriptors of the states of ClickState,
+// one field per state: what OpenClickState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type ClickStateDescriptors struct {
+	// Users is the descriptor of state "user-stats".
+	Users runtime.ValueDescriptor[string, UserStats]
+	// Recent is the descriptor of state "recent".
+	Recent runtime.ListDescriptor[string, Event]
+	// Pages is the descriptor of state "page-views".
+	Pages runtime.MapDescriptor[string, string, int64]
+	// Timeline is the descriptor of state "timeline".
+	Timeline runtime.MapDescriptor[string, EventTime, Event]
+	// Windows is the descriptor of state "windows".
+	Windows runtime.SubKeyedValueDescriptor[string, Window, WindowAgg]
+}
+
+// DescribeClickState returns the descriptors of the states of ClickState.
+func DescribeClickState() ClickStateDescriptors {
+	return ClickStateDescriptors{
+		Users: runtime.ValueDescriptor[string, UserStats]{
+			Fingerprint: "v1:4b54c98cf0d043b9d5b496c93dada176",
+			Key:         runtime.StringCodec{},
+			Name:        "user-stats",
+			Schema:      "stategen/v1 value key=string value=struct{Events int64;Sessions int64;Session int64;First int64;Last int64}",
+			Value:       UserStatsCodec{},
+		},
+		Recent: runtime.ListDescriptor[string, Event]{
+			Fingerprint: "v1:745807b5d87ea69a80074596e4403790",
+			Key:         runtime.StringCodec{},
+			Name:        "recent",
+			Schema:      "stategen/v1 list key=string value=struct{Offset int64;User string;Page string;Session int64;At int64}",
+			Value:       EventCodec{},
+		},
+		Pages: runtime.MapDescriptor[string, string, int64]{
+			Fingerprint: "v1:46d775ce260d8e4f9d8397caf688ddca",
+			Key:         runtime.StringCodec{},
+			Name:        "page-views",
+			Schema:      "stategen/v1 map key=string userkey=string value=int64",
+			UserKey:     runtime.StringCodec{},
+			Value:       runtime.Int64Codec{},
+		},
+		Timeline: runtime.MapDescriptor[string, EventTime, Event]{
+			Fingerprint: "v1:aa9a5f407a049f68168f2f1bb55ab314",
+			Key:         runtime.StringCodec{},
+			Name:        "timeline",
+			Schema:      "stategen/v1 sortedmap key=string userkey=struct{At int64;Offset int64} value=struct{Offset int64;User string;Page string;Session int64;At int64}",
+			UserKey:     EventTimeCodec{},
+			Value:       EventCodec{},
+		},
+		Windows: runtime.SubKeyedValueDescriptor[string, Window, WindowAgg]{
+			Fingerprint: "v1:06a8d70d7e2a3a6b8acced359f4c78ea",
+			Key:         runtime.StringCodec{},
+			Name:        "windows",
+			Namespace:   WindowCodec{},
+			Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Events int64;Pages int64;LastPage string}",
+			Value:       WindowAggCodec{},
+		},
+	}
+}
+
 // OpenClickState returns a new ClickState whose states are registered with s. It
 // returns the first registration error: an invalid or duplicate name, or a
 // state registered before with another kind or schema
@@ -21,54 +82,22 @@ import (
 //	Timeline "timeline": stategen/v1 sortedmap key=string userkey=struct{At int64;Offset int64} value=struct{Offset int64;User string;Page string;Session int64;At int64}
 //	Windows "windows": stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Events int64;Pages int64;LastPage string}
 func OpenClickState(s runtime.Store) (*ClickState, error) {
+	d := DescribeClickState()
 	st := new(ClickState)
 	var err error
-	if st.Users, err = runtime.NewValue(s, runtime.ValueDescriptor[string, UserStats]{
-		Fingerprint: "v1:4b54c98cf0d043b9d5b496c93dada176",
-		Key:         runtime.StringCodec{},
-		Name:        "user-stats",
-		Schema:      "stategen/v1 value key=string value=struct{Events int64;Sessions int64;Session int64;First int64;Last int64}",
-		Value:       UserStatsCodec{},
-	}); err != nil {
+	if st.Users, err = runtime.NewValue(s, d.Users); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Users: %w", err)
 	}
-	if st.Recent, err = runtime.NewList(s, runtime.ListDescriptor[string, Event]{
-		Fingerprint: "v1:745807b5d87ea69a80074596e4403790",
-		Key:         runtime.StringCodec{},
-		Name:        "recent",
-		Schema:      "stategen/v1 list key=string value=struct{Offset int64;User string;Page string;Session int64;At int64}",
-		Value:       EventCodec{},
-	}); err != nil {
+	if st.Recent, err = runtime.NewList(s, d.Recent); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Recent: %w", err)
 	}
-	if st.Pages, err = runtime.NewMap(s, runtime.MapDescriptor[string, string, int64]{
-		Fingerprint: "v1:46d775ce260d8e4f9d8397caf688ddca",
-		Key:         runtime.StringCodec{},
-		Name:        "page-views",
-		Schema:      "stategen/v1 map key=string userkey=string value=int64",
-		UserKey:     runtime.StringCodec{},
-		Value:       runtime.Int64Codec{},
-	}); err != nil {
+	if st.Pages, err = runtime.NewMap(s, d.Pages); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Pages: %w", err)
 	}
-	if st.Timeline, err = runtime.NewSortedMap(s, runtime.MapDescriptor[string, EventTime, Event]{
-		Fingerprint: "v1:aa9a5f407a049f68168f2f1bb55ab314",
-		Key:         runtime.StringCodec{},
-		Name:        "timeline",
-		Schema:      "stategen/v1 sortedmap key=string userkey=struct{At int64;Offset int64} value=struct{Offset int64;User string;Page string;Session int64;At int64}",
-		UserKey:     EventTimeCodec{},
-		Value:       EventCodec{},
-	}); err != nil {
+	if st.Timeline, err = runtime.NewSortedMap(s, d.Timeline); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Timeline: %w", err)
 	}
-	if st.Windows, err = runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, Window, WindowAgg]{
-		Fingerprint: "v1:06a8d70d7e2a3a6b8acced359f4c78ea",
-		Key:         runtime.StringCodec{},
-		Name:        "windows",
-		Namespace:   WindowCodec{},
-		Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Events int64;Pages int64;LastPage string}",
-		Value:       WindowAggCodec{},
-	}); err != nil {
+	if st.Windows, err = runtime.NewSubKeyedValue(s, d.Windows); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Windows: %w", err)
 	}
 	return st, nil

@@ -8,6 +8,45 @@ import (
 	"strings"
 )
 
+// StateDescriptors are the descriptors of the states of State,
+// one field per state: what OpenState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type StateDescriptors struct {
+	// Profiles is the descriptor of state "profiles".
+	Profiles runtime.ValueDescriptor[string, Profile]
+	// Counter is the descriptor of state "counter".
+	Counter runtime.ValueDescriptor[string, int16]
+}
+
+// DescribeState returns the descriptors of the states of State.
+func DescribeState() StateDescriptors {
+	return StateDescriptors{
+		Profiles: runtime.ValueDescriptor[string, Profile]{
+			Fingerprint: "v1:009d084839f8ebed75b87f7cbcb05404",
+			Key:         runtime.StringCodec{},
+			Migrations: []runtime.Migration{{
+				Convert: runtime.MigrationFunc(ProfileV1Codec{}, ProfileCodec{}, migrateProfiles),
+				From:    "stategen/v1 value key=string value=struct{Name string;Age int8}",
+			}},
+			Name:   "profiles",
+			Schema: "stategen/v1 value key=string value=struct{Name int64;Age int64}",
+			Value:  ProfileCodec{},
+		},
+		Counter: runtime.ValueDescriptor[string, int16]{
+			Fingerprint: "v1:0badfd2a2c682c05d03292d5ac8ce87d",
+			Key:         runtime.StringCodec{},
+			Migrations: []runtime.Migration{{
+				Convert: runtime.MigrationFunc(runtime.Int32Codec{}, runtime.Int16Codec{}, narrowCounter),
+				From:    "stategen/v1 value key=string value=int32",
+			}},
+			Name:   "counter",
+			Schema: "stategen/v1 value key=string value=int16",
+			Value:  runtime.Int16Codec{},
+		},
+	}
+}
+
 // OpenState returns a new State whose states are registered with s. It
 // returns the first registration error: an invalid or duplicate name, or a
 // state registered before with another kind or schema
@@ -18,32 +57,13 @@ import (
 //	Profiles "profiles": stategen/v1 value key=string value=struct{Name int64;Age int64}
 //	Counter "counter": stategen/v1 value key=string value=int16
 func OpenState(s runtime.Store) (*State, error) {
+	d := DescribeState()
 	st := new(State)
 	var err error
-	if st.Profiles, err = runtime.NewValue(s, runtime.ValueDescriptor[string, Profile]{
-		Fingerprint: "v1:009d084839f8ebed75b87f7cbcb05404",
-		Key:         runtime.StringCodec{},
-		Migrations: []runtime.Migration{{
-			Convert: runtime.MigrationFunc(ProfileV1Codec{}, ProfileCodec{}, migrateProfiles),
-			From:    "stategen/v1 value key=string value=struct{Name string;Age int8}",
-		}},
-		Name:   "profiles",
-		Schema: "stategen/v1 value key=string value=struct{Name int64;Age int64}",
-		Value:  ProfileCodec{},
-	}); err != nil {
+	if st.Profiles, err = runtime.NewValue(s, d.Profiles); err != nil {
 		return nil, fmt.Errorf("OpenState: field Profiles: %w", err)
 	}
-	if st.Counter, err = runtime.NewValue(s, runtime.ValueDescriptor[string, int16]{
-		Fingerprint: "v1:0badfd2a2c682c05d03292d5ac8ce87d",
-		Key:         runtime.StringCodec{},
-		Migrations: []runtime.Migration{{
-			Convert: runtime.MigrationFunc(runtime.Int32Codec{}, runtime.Int16Codec{}, narrowCounter),
-			From:    "stategen/v1 value key=string value=int32",
-		}},
-		Name:   "counter",
-		Schema: "stategen/v1 value key=string value=int16",
-		Value:  runtime.Int16Codec{},
-	}); err != nil {
+	if st.Counter, err = runtime.NewValue(s, d.Counter); err != nil {
 		return nil, fmt.Errorf("OpenState: field Counter: %w", err)
 	}
 	return st, nil

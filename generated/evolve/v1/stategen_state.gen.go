@@ -8,6 +8,94 @@ import (
 	"strings"
 )
 
+// StateDescriptors are the descriptors of the states of State,
+// one field per state: what OpenState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type StateDescriptors struct {
+	// Profiles is the descriptor of state "profiles".
+	Profiles runtime.ValueDescriptor[string, Profile]
+	// History is the descriptor of state "history".
+	History runtime.ListDescriptor[string, Visit]
+	// Pages is the descriptor of state "pages".
+	Pages runtime.MapDescriptor[string, string, Visit]
+	// Timeline is the descriptor of state "timeline".
+	Timeline runtime.MapDescriptor[string, int64, Visit]
+	// Windows is the descriptor of state "windows".
+	Windows runtime.SubKeyedValueDescriptor[string, Window, Agg]
+	// Same is the descriptor of state "same".
+	Same runtime.ValueDescriptor[string, int64]
+	// Counter is the descriptor of state "counter".
+	Counter runtime.ValueDescriptor[string, int32]
+	// Scores is the descriptor of state "scores".
+	Scores runtime.ValueDescriptor[string, Score]
+}
+
+// DescribeState returns the descriptors of the states of State.
+func DescribeState() StateDescriptors {
+	return StateDescriptors{
+		Profiles: runtime.ValueDescriptor[string, Profile]{
+			Fingerprint: "v1:fe08eed9adbe1a73cea87c6298590c07",
+			Key:         runtime.StringCodec{},
+			Name:        "profiles",
+			Schema:      "stategen/v1 value key=string value=struct{Name string;Age int8;Visits []struct{Page string;Score float64;Tags []string;N int32};Pages map[string]struct{Page string;Score float64;Tags []string;N int32};Best *struct{Page string;Score float64;Tags []string;N int32};Ratio float32;Raw bytes}",
+			Value:       ProfileCodec{},
+		},
+		History: runtime.ListDescriptor[string, Visit]{
+			Fingerprint: "v1:9108e00f70bd3d77e3e76ca907ee6ce5",
+			Key:         runtime.StringCodec{},
+			Name:        "history",
+			Schema:      "stategen/v1 list key=string value=struct{Page string;Score float64;Tags []string;N int32}",
+			Value:       VisitCodec{},
+		},
+		Pages: runtime.MapDescriptor[string, string, Visit]{
+			Fingerprint: "v1:c20b6ddd88713b9011dff711749af254",
+			Key:         runtime.StringCodec{},
+			Name:        "pages",
+			Schema:      "stategen/v1 map key=string userkey=string value=struct{Page string;Score float64;Tags []string;N int32}",
+			UserKey:     runtime.StringCodec{},
+			Value:       VisitCodec{},
+		},
+		Timeline: runtime.MapDescriptor[string, int64, Visit]{
+			Fingerprint: "v1:499f56ebd69a81b632095f5f078f59fb",
+			Key:         runtime.StringCodec{},
+			Name:        "timeline",
+			Schema:      "stategen/v1 sortedmap key=string userkey=int64 value=struct{Page string;Score float64;Tags []string;N int32}",
+			UserKey:     runtime.Int64Codec{},
+			Value:       VisitCodec{},
+		},
+		Windows: runtime.SubKeyedValueDescriptor[string, Window, Agg]{
+			Fingerprint: "v1:7845657d85f35e41986671f55a2d2ae9",
+			Key:         runtime.StringCodec{},
+			Name:        "windows",
+			Namespace:   WindowCodec{},
+			Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Count int16;Sum float32}",
+			Value:       AggCodec{},
+		},
+		Same: runtime.ValueDescriptor[string, int64]{
+			Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
+			Key:         runtime.StringCodec{},
+			Name:        "same",
+			Schema:      "stategen/v1 value key=string value=int64",
+			Value:       runtime.Int64Codec{},
+		},
+		Counter: runtime.ValueDescriptor[string, int32]{
+			Fingerprint: "v1:a6862f029d26c0bcf15f058415eb6a7d",
+			Key:         runtime.StringCodec{},
+			Name:        "counter",
+			Schema:      "stategen/v1 value key=string value=int32",
+			Value:       runtime.Int32Codec{},
+		},
+		Scores: runtime.ValueDescriptor[string, Score]{
+			Fingerprint: "v1:c75add3a9c7cf5325f77157d7128fa1e",
+			Key:         runtime.StringCodec{},
+			Name:        "scores",
+			Schema:      "stategen/v1 value key=string value=struct{A int64;B int64;Name string}",
+			Value:       ScoreCodec{},
+		},
+	}
+}
+
 // OpenState returns a new State whose states are registered with s. It
 // returns the first registration error: an invalid or duplicate name, or a
 // state registered before with another kind or schema
@@ -24,81 +112,31 @@ import (
 //	Counter "counter": stategen/v1 value key=string value=int32
 //	Scores "scores": stategen/v1 value key=string value=struct{A int64;B int64;Name string}
 func OpenState(s runtime.Store) (*State, error) {
+	d := DescribeState()
 	st := new(State)
 	var err error
-	if st.Profiles, err = runtime.NewValue(s, runtime.ValueDescriptor[string, Profile]{
-		Fingerprint: "v1:fe08eed9adbe1a73cea87c6298590c07",
-		Key:         runtime.StringCodec{},
-		Name:        "profiles",
-		Schema:      "stategen/v1 value key=string value=struct{Name string;Age int8;Visits []struct{Page string;Score float64;Tags []string;N int32};Pages map[string]struct{Page string;Score float64;Tags []string;N int32};Best *struct{Page string;Score float64;Tags []string;N int32};Ratio float32;Raw bytes}",
-		Value:       ProfileCodec{},
-	}); err != nil {
+	if st.Profiles, err = runtime.NewValue(s, d.Profiles); err != nil {
 		return nil, fmt.Errorf("OpenState: field Profiles: %w", err)
 	}
-	if st.History, err = runtime.NewList(s, runtime.ListDescriptor[string, Visit]{
-		Fingerprint: "v1:9108e00f70bd3d77e3e76ca907ee6ce5",
-		Key:         runtime.StringCodec{},
-		Name:        "history",
-		Schema:      "stategen/v1 list key=string value=struct{Page string;Score float64;Tags []string;N int32}",
-		Value:       VisitCodec{},
-	}); err != nil {
+	if st.History, err = runtime.NewList(s, d.History); err != nil {
 		return nil, fmt.Errorf("OpenState: field History: %w", err)
 	}
-	if st.Pages, err = runtime.NewMap(s, runtime.MapDescriptor[string, string, Visit]{
-		Fingerprint: "v1:c20b6ddd88713b9011dff711749af254",
-		Key:         runtime.StringCodec{},
-		Name:        "pages",
-		Schema:      "stategen/v1 map key=string userkey=string value=struct{Page string;Score float64;Tags []string;N int32}",
-		UserKey:     runtime.StringCodec{},
-		Value:       VisitCodec{},
-	}); err != nil {
+	if st.Pages, err = runtime.NewMap(s, d.Pages); err != nil {
 		return nil, fmt.Errorf("OpenState: field Pages: %w", err)
 	}
-	if st.Timeline, err = runtime.NewSortedMap(s, runtime.MapDescriptor[string, int64, Visit]{
-		Fingerprint: "v1:499f56ebd69a81b632095f5f078f59fb",
-		Key:         runtime.StringCodec{},
-		Name:        "timeline",
-		Schema:      "stategen/v1 sortedmap key=string userkey=int64 value=struct{Page string;Score float64;Tags []string;N int32}",
-		UserKey:     runtime.Int64Codec{},
-		Value:       VisitCodec{},
-	}); err != nil {
+	if st.Timeline, err = runtime.NewSortedMap(s, d.Timeline); err != nil {
 		return nil, fmt.Errorf("OpenState: field Timeline: %w", err)
 	}
-	if st.Windows, err = runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, Window, Agg]{
-		Fingerprint: "v1:7845657d85f35e41986671f55a2d2ae9",
-		Key:         runtime.StringCodec{},
-		Name:        "windows",
-		Namespace:   WindowCodec{},
-		Schema:      "stategen/v1 value subkeyed key=string namespace=struct{Start int64;End int64} value=struct{Count int16;Sum float32}",
-		Value:       AggCodec{},
-	}); err != nil {
+	if st.Windows, err = runtime.NewSubKeyedValue(s, d.Windows); err != nil {
 		return nil, fmt.Errorf("OpenState: field Windows: %w", err)
 	}
-	if st.Same, err = runtime.NewValue(s, runtime.ValueDescriptor[string, int64]{
-		Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
-		Key:         runtime.StringCodec{},
-		Name:        "same",
-		Schema:      "stategen/v1 value key=string value=int64",
-		Value:       runtime.Int64Codec{},
-	}); err != nil {
+	if st.Same, err = runtime.NewValue(s, d.Same); err != nil {
 		return nil, fmt.Errorf("OpenState: field Same: %w", err)
 	}
-	if st.Counter, err = runtime.NewValue(s, runtime.ValueDescriptor[string, int32]{
-		Fingerprint: "v1:a6862f029d26c0bcf15f058415eb6a7d",
-		Key:         runtime.StringCodec{},
-		Name:        "counter",
-		Schema:      "stategen/v1 value key=string value=int32",
-		Value:       runtime.Int32Codec{},
-	}); err != nil {
+	if st.Counter, err = runtime.NewValue(s, d.Counter); err != nil {
 		return nil, fmt.Errorf("OpenState: field Counter: %w", err)
 	}
-	if st.Scores, err = runtime.NewValue(s, runtime.ValueDescriptor[string, Score]{
-		Fingerprint: "v1:c75add3a9c7cf5325f77157d7128fa1e",
-		Key:         runtime.StringCodec{},
-		Name:        "scores",
-		Schema:      "stategen/v1 value key=string value=struct{A int64;B int64;Name string}",
-		Value:       ScoreCodec{},
-	}); err != nil {
+	if st.Scores, err = runtime.NewValue(s, d.Scores); err != nil {
 		return nil, fmt.Errorf("OpenState: field Scores: %w", err)
 	}
 	return st, nil

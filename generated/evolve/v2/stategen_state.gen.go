@@ -8,6 +8,94 @@ import (
 	"strings"
 )
 
+// StateDescriptors are the descriptors of the states of State,
+// one field per state: what OpenState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type StateDescriptors struct {
+	// Profiles is the descriptor of state "profiles".
+	Profiles runtime.ValueDescriptor[string, Profile]
+	// History is the descriptor of state "history".
+	History runtime.ListDescriptor[string, PageVisit]
+	// Pages is the descriptor of state "pages".
+	Pages runtime.MapDescriptor[string, string, *PageVisit]
+	// Timeline is the descriptor of state "timeline".
+	Timeline runtime.MapDescriptor[string, int64, PageVisit]
+	// Windows is the descriptor of state "windows".
+	Windows runtime.SubKeyedValueDescriptor[string, Span, Agg]
+	// Same is the descriptor of state "same".
+	Same runtime.ValueDescriptor[string, int64]
+	// Counter is the descriptor of state "counter".
+	Counter runtime.ValueDescriptor[string, int64]
+	// Scores is the descriptor of state "scores".
+	Scores runtime.ValueDescriptor[string, Score]
+}
+
+// DescribeState returns the descriptors of the states of State.
+func DescribeState() StateDescriptors {
+	return StateDescriptors{
+		Profiles: runtime.ValueDescriptor[string, Profile]{
+			Fingerprint: "v1:01c3e7d9f35cfd9aa8d8c5eb3df162f4",
+			Key:         runtime.StringCodec{},
+			Name:        "profiles",
+			Schema:      "stategen/v1 value key=string value=struct{Added map[string]int64;Name bytes;Age int64;Visits []struct{Tags []string;Page string;N int64;Extra bool};Pages map[string]*struct{Tags []string;Page string;N int64;Extra bool};Best struct{Tags []string;Page string;N int64;Extra bool};Ratio float64;Raw string}",
+			Value:       ProfileCodec{},
+		},
+		History: runtime.ListDescriptor[string, PageVisit]{
+			Fingerprint: "v1:ce1eda19217c0ea4ee955f52221b5af0",
+			Key:         runtime.StringCodec{},
+			Name:        "history",
+			Schema:      "stategen/v1 list key=string value=struct{Tags []string;Page string;N int64;Extra bool}",
+			Value:       PageVisitCodec{},
+		},
+		Pages: runtime.MapDescriptor[string, string, *PageVisit]{
+			Fingerprint: "v1:17047f1515f7da3f7537f30fe075a618",
+			Key:         runtime.StringCodec{},
+			Name:        "pages",
+			Schema:      "stategen/v1 map key=string userkey=string value=*struct{Tags []string;Page string;N int64;Extra bool}",
+			UserKey:     runtime.StringCodec{},
+			Value:       stategenCodecPtrToPageVisit{},
+		},
+		Timeline: runtime.MapDescriptor[string, int64, PageVisit]{
+			Fingerprint: "v1:b4244e39044ea68393e57a11a5343180",
+			Key:         runtime.StringCodec{},
+			Name:        "timeline",
+			Schema:      "stategen/v1 sortedmap key=string userkey=int64 value=struct{Tags []string;Page string;N int64;Extra bool}",
+			UserKey:     runtime.Int64Codec{},
+			Value:       PageVisitCodec{},
+		},
+		Windows: runtime.SubKeyedValueDescriptor[string, Span, Agg]{
+			Fingerprint: "v1:ebca959ca260922b674edafbf0647921",
+			Key:         runtime.StringCodec{},
+			Name:        "windows",
+			Namespace:   SpanCodec{},
+			Schema:      "stategen/v1 value subkeyed key=string namespace=struct{From int64;To int64} value=struct{Count int64;Sum float64;Max int32}",
+			Value:       AggCodec{},
+		},
+		Same: runtime.ValueDescriptor[string, int64]{
+			Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
+			Key:         runtime.StringCodec{},
+			Name:        "same",
+			Schema:      "stategen/v1 value key=string value=int64",
+			Value:       runtime.Int64Codec{},
+		},
+		Counter: runtime.ValueDescriptor[string, int64]{
+			Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
+			Key:         runtime.StringCodec{},
+			Name:        "counter",
+			Schema:      "stategen/v1 value key=string value=int64",
+			Value:       runtime.Int64Codec{},
+		},
+		Scores: runtime.ValueDescriptor[string, Score]{
+			Fingerprint: "v1:ca315b982c7e2a86f82613ac7e418ae8",
+			Key:         runtime.StringCodec{},
+			Name:        "scores",
+			Schema:      "stategen/v1 value key=string value=struct{A int64;B int64;Name string;C int64}",
+			Value:       ScoreCodec{},
+		},
+	}
+}
+
 // OpenState returns a new State whose states are registered with s. It
 // returns the first registration error: an invalid or duplicate name, or a
 // state registered before with another kind or schema
@@ -24,81 +112,31 @@ import (
 //	Counter "counter": stategen/v1 value key=string value=int64
 //	Scores "scores": stategen/v1 value key=string value=struct{A int64;B int64;Name string;C int64}
 func OpenState(s runtime.Store) (*State, error) {
+	d := DescribeState()
 	st := new(State)
 	var err error
-	if st.Profiles, err = runtime.NewValue(s, runtime.ValueDescriptor[string, Profile]{
-		Fingerprint: "v1:01c3e7d9f35cfd9aa8d8c5eb3df162f4",
-		Key:         runtime.StringCodec{},
-		Name:        "profiles",
-		Schema:      "stategen/v1 value key=string value=struct{Added map[string]int64;Name bytes;Age int64;Visits []struct{Tags []string;Page string;N int64;Extra bool};Pages map[string]*struct{Tags []string;Page string;N int64;Extra bool};Best struct{Tags []string;Page string;N int64;Extra bool};Ratio float64;Raw string}",
-		Value:       ProfileCodec{},
-	}); err != nil {
+	if st.Profiles, err = runtime.NewValue(s, d.Profiles); err != nil {
 		return nil, fmt.Errorf("OpenState: field Profiles: %w", err)
 	}
-	if st.History, err = runtime.NewList(s, runtime.ListDescriptor[string, PageVisit]{
-		Fingerprint: "v1:ce1eda19217c0ea4ee955f52221b5af0",
-		Key:         runtime.StringCodec{},
-		Name:        "history",
-		Schema:      "stategen/v1 list key=string value=struct{Tags []string;Page string;N int64;Extra bool}",
-		Value:       PageVisitCodec{},
-	}); err != nil {
+	if st.History, err = runtime.NewList(s, d.History); err != nil {
 		return nil, fmt.Errorf("OpenState: field History: %w", err)
 	}
-	if st.Pages, err = runtime.NewMap(s, runtime.MapDescriptor[string, string, *PageVisit]{
-		Fingerprint: "v1:17047f1515f7da3f7537f30fe075a618",
-		Key:         runtime.StringCodec{},
-		Name:        "pages",
-		Schema:      "stategen/v1 map key=string userkey=string value=*struct{Tags []string;Page string;N int64;Extra bool}",
-		UserKey:     runtime.StringCodec{},
-		Value:       stategenCodecPtrToPageVisit{},
-	}); err != nil {
+	if st.Pages, err = runtime.NewMap(s, d.Pages); err != nil {
 		return nil, fmt.Errorf("OpenState: field Pages: %w", err)
 	}
-	if st.Timeline, err = runtime.NewSortedMap(s, runtime.MapDescriptor[string, int64, PageVisit]{
-		Fingerprint: "v1:b4244e39044ea68393e57a11a5343180",
-		Key:         runtime.StringCodec{},
-		Name:        "timeline",
-		Schema:      "stategen/v1 sortedmap key=string userkey=int64 value=struct{Tags []string;Page string;N int64;Extra bool}",
-		UserKey:     runtime.Int64Codec{},
-		Value:       PageVisitCodec{},
-	}); err != nil {
+	if st.Timeline, err = runtime.NewSortedMap(s, d.Timeline); err != nil {
 		return nil, fmt.Errorf("OpenState: field Timeline: %w", err)
 	}
-	if st.Windows, err = runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, Span, Agg]{
-		Fingerprint: "v1:ebca959ca260922b674edafbf0647921",
-		Key:         runtime.StringCodec{},
-		Name:        "windows",
-		Namespace:   SpanCodec{},
-		Schema:      "stategen/v1 value subkeyed key=string namespace=struct{From int64;To int64} value=struct{Count int64;Sum float64;Max int32}",
-		Value:       AggCodec{},
-	}); err != nil {
+	if st.Windows, err = runtime.NewSubKeyedValue(s, d.Windows); err != nil {
 		return nil, fmt.Errorf("OpenState: field Windows: %w", err)
 	}
-	if st.Same, err = runtime.NewValue(s, runtime.ValueDescriptor[string, int64]{
-		Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
-		Key:         runtime.StringCodec{},
-		Name:        "same",
-		Schema:      "stategen/v1 value key=string value=int64",
-		Value:       runtime.Int64Codec{},
-	}); err != nil {
+	if st.Same, err = runtime.NewValue(s, d.Same); err != nil {
 		return nil, fmt.Errorf("OpenState: field Same: %w", err)
 	}
-	if st.Counter, err = runtime.NewValue(s, runtime.ValueDescriptor[string, int64]{
-		Fingerprint: "v1:542ee3bcc4898f186f7b84bcd7b8c7e6",
-		Key:         runtime.StringCodec{},
-		Name:        "counter",
-		Schema:      "stategen/v1 value key=string value=int64",
-		Value:       runtime.Int64Codec{},
-	}); err != nil {
+	if st.Counter, err = runtime.NewValue(s, d.Counter); err != nil {
 		return nil, fmt.Errorf("OpenState: field Counter: %w", err)
 	}
-	if st.Scores, err = runtime.NewValue(s, runtime.ValueDescriptor[string, Score]{
-		Fingerprint: "v1:ca315b982c7e2a86f82613ac7e418ae8",
-		Key:         runtime.StringCodec{},
-		Name:        "scores",
-		Schema:      "stategen/v1 value key=string value=struct{A int64;B int64;Name string;C int64}",
-		Value:       ScoreCodec{},
-	}); err != nil {
+	if st.Scores, err = runtime.NewValue(s, d.Scores); err != nil {
 		return nil, fmt.Errorf("OpenState: field Scores: %w", err)
 	}
 	return st, nil
