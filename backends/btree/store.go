@@ -188,13 +188,7 @@ func (s *Store) target() storekit.Target {
 	return storekit.Target{
 		Name:   "btree",
 		Config: s.cfg,
-		Registered: func(name string) (runtime.StateSpec, bool) {
-			st, ok := s.states[name]
-			if !ok {
-				return runtime.StateSpec{}, false
-			}
-			return st.spec, true
-		},
+		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
 		Occupied: func(name string, kg int) (bool, error) { return s.states[name].hasGroup(kg), nil },
 	}
 }

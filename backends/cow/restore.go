@@ -63,13 +63,7 @@ func (s *Store) target() storekit.Target {
 	return storekit.Target{
 		Name:   "cow",
 		Config: s.cfg,
-		Registered: func(name string) (runtime.StateSpec, bool) {
-			st, ok := s.states[name]
-			if !ok {
-				return runtime.StateSpec{}, false
-			}
-			return st.spec, true
-		},
+		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
 		Occupied: func(name string, kg int) (bool, error) {
 			t := s.states[name].tabs[kg-s.cfg.KeyGroups.Start]
 			return t != nil && !t.empty(), nil

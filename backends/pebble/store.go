@@ -433,13 +433,7 @@ func (s *Store) target(it *pebbledb.Iterator) storekit.Target {
 	return storekit.Target{
 		Name:   "pebble",
 		Config: s.cfg,
-		Registered: func(name string) (runtime.StateSpec, bool) {
-			st, ok := s.states[name]
-			if !ok {
-				return runtime.StateSpec{}, false
-			}
-			return st.spec, true
-		},
+		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
 		Occupied: func(name string, kg int) (bool, error) { return occupied(it, &bounds, s.states[name], kg) },
 	}
 }

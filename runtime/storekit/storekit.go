@@ -50,6 +50,18 @@ type Target struct {
 	Occupied func(name string, kg int) (bool, error)
 }
 
+// Specs returns a Target.Registered for a store that keeps its states in
+// states, by name, each with the spec spec returns.
+func Specs[S any](states map[string]S, spec func(S) runtime.StateSpec) func(name string) (runtime.StateSpec, bool) {
+	return func(name string) (runtime.StateSpec, bool) {
+		st, ok := states[name]
+		if !ok {
+			return runtime.StateSpec{}, false
+		}
+		return spec(st), true
+	}
+}
+
 // Restore is what CheckRestore found: what to load.
 type Restore struct {
 	// Groups are the view's key groups that the store owns: the ones to

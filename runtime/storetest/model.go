@@ -100,13 +100,7 @@ func (m *Model) target() storekit.Target {
 	return storekit.Target{
 		Name:   "storetest",
 		Config: m.cfg,
-		Registered: func(name string) (runtime.StateSpec, bool) {
-			st, ok := m.states[name]
-			if !ok {
-				return runtime.StateSpec{}, false
-			}
-			return st.spec, true
-		},
+		Registered: storekit.Specs(m.states, func(st *stateCore) runtime.StateSpec { return st.spec }),
 		Occupied: func(name string, kg int) (bool, error) { return len(m.states[name].groups[kg]) > 0, nil },
 	}
 }
