@@ -1,7 +1,6 @@
 package btree
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -119,10 +118,7 @@ func (s *Store) create(spec runtime.StateSpec) *state {
 		st.handle = sortedMapState{mapState{st}}
 	}
 	s.states[spec.Name] = st
-	i, _ := slices.BinarySearchFunc(s.specs, spec.Name, func(a runtime.StateSpec, name string) int {
-		return cmp.Compare(a.Name, name)
-	})
-	s.specs = slices.Insert(s.specs, i, spec)
+	s.specs = storekit.InsertSpec(s.specs, spec)
 	return st
 }
 

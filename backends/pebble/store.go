@@ -2,7 +2,6 @@ package pebble
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -347,10 +346,7 @@ func (s *Store) add(spec runtime.StateSpec, id uint64) *state {
 		st.handle = sortedMapState{mapState{st}}
 	}
 	s.states[spec.Name] = st
-	i, _ := slices.BinarySearchFunc(s.specs, spec.Name, func(a runtime.StateSpec, name string) int {
-		return cmp.Compare(a.Name, name)
-	})
-	s.specs = slices.Insert(s.specs, i, spec)
+	s.specs = storekit.InsertSpec(s.specs, spec)
 	return st
 }
 

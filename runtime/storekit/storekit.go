@@ -33,6 +33,8 @@ package storekit
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -60,6 +62,15 @@ func Specs[S any](states map[string]S, spec func(S) runtime.StateSpec) func(name
 		}
 		return spec(st), true
 	}
+}
+
+// InsertSpec inserts spec into specs, which are sorted by name, keeping
+// them sorted: the order Store.States and View.States return.
+func InsertSpec(specs []runtime.StateSpec, spec runtime.StateSpec) []runtime.StateSpec {
+	i, _ := slices.BinarySearchFunc(specs, spec.Name, func(a runtime.StateSpec, name string) int {
+		return strings.Compare(a.Name, name)
+	})
+	return slices.Insert(specs, i, spec)
 }
 
 // Restore is what CheckRestore found: what to load.
