@@ -182,10 +182,10 @@ func (s *Store) Restore(src runtime.View) error {
 // target describes the store to storekit.
 func (s *Store) target() storekit.Target {
 	return storekit.Target{
-		Name:   "btree",
-		Config: s.cfg,
+		Name:       "btree",
+		Config:     s.cfg,
 		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
-		Occupied: func(name string, kg int) (bool, error) { return s.states[name].hasGroup(kg), nil },
+		Occupied:   func(name string, kg int) (bool, error) { return s.states[name].hasGroup(kg), nil },
 	}
 }
 

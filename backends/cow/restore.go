@@ -61,8 +61,8 @@ func (s *Store) Restore(src runtime.View) error {
 // target describes the store to storekit.
 func (s *Store) target() storekit.Target {
 	return storekit.Target{
-		Name:   "cow",
-		Config: s.cfg,
+		Name:       "cow",
+		Config:     s.cfg,
 		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
 		Occupied: func(name string, kg int) (bool, error) {
 			t := s.states[name].tabs[kg-s.cfg.KeyGroups.Start]

@@ -427,10 +427,10 @@ func (s *Store) Restore(src runtime.View) error {
 func (s *Store) target(it *pebbledb.Iterator) storekit.Target {
 	var bounds [2][]byte
 	return storekit.Target{
-		Name:   "pebble",
-		Config: s.cfg,
+		Name:       "pebble",
+		Config:     s.cfg,
 		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
-		Occupied: func(name string, kg int) (bool, error) { return occupied(it, &bounds, s.states[name], kg) },
+		Occupied:   func(name string, kg int) (bool, error) { return occupied(it, &bounds, s.states[name], kg) },
 	}
 }
 

@@ -98,10 +98,10 @@ func (m *Model) Register(spec runtime.StateSpec) (runtime.State, error) {
 // target describes the model to storekit.
 func (m *Model) target() storekit.Target {
 	return storekit.Target{
-		Name:   "storetest",
-		Config: m.cfg,
+		Name:       "storetest",
+		Config:     m.cfg,
 		Registered: storekit.Specs(m.states, func(st *stateCore) runtime.StateSpec { return st.spec }),
-		Occupied: func(name string, kg int) (bool, error) { return len(m.states[name].groups[kg]) > 0, nil },
+		Occupied:   func(name string, kg int) (bool, error) { return len(m.states[name].groups[kg]) > 0, nil },
 	}
 }
 
