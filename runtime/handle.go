@@ -16,10 +16,11 @@ type noNS = struct{}
 // namespace) into a byte-level Key. It is used by the operator goroutine
 // only, so one scratch buffer serves every call.
 type handle[K, N any] struct {
-	name string
-	maxP int
-	kc   KeyCodec[K]
-	nc   KeyCodec[N] // nil for keyed states
+	name   string
+	maxP   int
+	groups KeyGroupRange // the key groups the store owns
+	kc     KeyCodec[K]
+	nc     KeyCodec[N] // nil for keyed states
 	// buf holds the encoded key, namespace and user key of the current call.
 	// Iterating methods detach it for the duration of the iteration (see
 	// detach), so that a call made from inside the loop cannot overwrite
@@ -47,6 +48,7 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	}
 	h.name = spec.Name
 	h.maxP = s.Config().MaxParallelism
+	h.groups = s.Config().KeyGroups
 	h.kc = kc
 	h.nc = nc
 	return st, nil
@@ -159,6 +161,50 @@ func (h *handle[K, N]) namespaces(st State, k K) func(yield func(N, error) bool)
 			yield(zero, ierr)
 		}
 	}
+}
+
+// keysIn implements the KeysIn method of every handle: the keys of st in
+// key group kg.
+func (h *handle[K, N]) keysIn(st State, kg int) Seq[K] {
+	return func(yield func(K, error) bool) { h.eachKey(st, kg, yield) }
+}
+
+// allKeys implements the AllKeys method of every handle: the keys of st in
+// every key group the store owns, group after group.
+func (h *handle[K, N]) allKeys(st State) Seq[K] {
+	return func(yield func(K, error) bool) {
+		for kg := range h.groups.All() {
+			if !h.eachKey(st, kg, yield) {
+				return
+			}
+		}
+	}
+}
+
+// eachKey yields the keys of st in key group kg; it reports whether the
+// caller may go on (no error, and yield asked for more).
+func (h *handle[K, N]) eachKey(st State, kg int, yield func(K, error) bool) bool {
+	defer h.give(h.take())
+	var zero K
+	var ierr error
+	more := true
+	err := st.Keys(kg, func(key []byte) bool {
+		k, err := decodeKeyAll(h.kc, key)
+		if err != nil {
+			ierr = h.errorf("decode key", err)
+			return false
+		}
+		more = yield(k, nil)
+		return more
+	})
+	if ierr == nil && err != nil {
+		ierr = h.errorf(fmt.Sprintf("keys of key group %d", kg), err)
+	}
+	if ierr != nil {
+		yield(zero, ierr)
+		return false
+	}
+	return more
 }
 
 // deleteAll implements the DeleteAll method of sub-keyed handles.

@@ -312,3 +312,45 @@ func (l SubKeyedList[K, N, V]) Spec() StateSpec {
 	}
 	return l.h.st.Spec()
 }
+
+// KeysIn yields every key of the state in key group kg, which the store
+// must own, each once, whatever its number of namespaces, entries or
+// elements: on sorted backends in key order, elsewhere in the backend's.
+// Calls on the state from inside the loop may read, never write. An error
+// ends the sequence.
+func (l List[K, V]) KeysIn(kg int) Seq[K] {
+	if l.h == nil {
+		return unboundSeq[K]
+	}
+	return l.h.keysIn(l.h.st, kg)
+}
+
+// AllKeys yields every key of the state in the key groups the store owns,
+// key group after key group, as KeysIn does for one.
+func (l List[K, V]) AllKeys() Seq[K] {
+	if l.h == nil {
+		return unboundSeq[K]
+	}
+	return l.h.allKeys(l.h.st)
+}
+
+// KeysIn yields every key of the state in key group kg, which the store
+// must own, each once, whatever its number of namespaces, entries or
+// elements: on sorted backends in key order, elsewhere in the backend's.
+// Calls on the state from inside the loop may read, never write. An error
+// ends the sequence.
+func (l SubKeyedList[K, N, V]) KeysIn(kg int) Seq[K] {
+	if l.h == nil {
+		return unboundSeq[K]
+	}
+	return l.h.keysIn(l.h.st, kg)
+}
+
+// AllKeys yields every key of the state in the key groups the store owns,
+// key group after key group, as KeysIn does for one.
+func (l SubKeyedList[K, N, V]) AllKeys() Seq[K] {
+	if l.h == nil {
+		return unboundSeq[K]
+	}
+	return l.h.allKeys(l.h.st)
+}

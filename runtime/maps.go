@@ -701,3 +701,45 @@ func (m SubKeyedSortedMap[K, N, UK, V]) DescendRange(k K, n N, from, to UK) Seq[
 	}
 	return m.h.scan(k, n, decodeBoth, &from, &to, true)
 }
+
+// KeysIn yields every key of the state in key group kg, which the store
+// must own, each once, whatever its number of namespaces, entries or
+// elements: on sorted backends in key order, elsewhere in the backend's.
+// Calls on the state from inside the loop may read, never write. An error
+// ends the sequence.
+func (m Map[K, UK, V]) KeysIn(kg int) Seq[K] {
+	if m.h == nil {
+		return unboundSeq[K]
+	}
+	return m.h.keysIn(m.h.st, kg)
+}
+
+// AllKeys yields every key of the state in the key groups the store owns,
+// key group after key group, as KeysIn does for one.
+func (m Map[K, UK, V]) AllKeys() Seq[K] {
+	if m.h == nil {
+		return unboundSeq[K]
+	}
+	return m.h.allKeys(m.h.st)
+}
+
+// KeysIn yields every key of the state in key group kg, which the store
+// must own, each once, whatever its number of namespaces, entries or
+// elements: on sorted backends in key order, elsewhere in the backend's.
+// Calls on the state from inside the loop may read, never write. An error
+// ends the sequence.
+func (m SubKeyedMap[K, N, UK, V]) KeysIn(kg int) Seq[K] {
+	if m.h == nil {
+		return unboundSeq[K]
+	}
+	return m.h.keysIn(m.h.st, kg)
+}
+
+// AllKeys yields every key of the state in the key groups the store owns,
+// key group after key group, as KeysIn does for one.
+func (m SubKeyedMap[K, N, UK, V]) AllKeys() Seq[K] {
+	if m.h == nil {
+		return unboundSeq[K]
+	}
+	return m.h.allKeys(m.h.st)
+}

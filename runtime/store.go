@@ -338,6 +338,15 @@ type State interface {
 	Namespaces(k Key, fn func(ns []byte) bool) error
 	// DeleteAll removes every namespace of k.Key; k.Namespace is ignored.
 	DeleteAll(k Key) error
+	// Keys calls fn with the encoded key of every key that has an entry
+	// of the state (in any namespace) in key group kg, each key once,
+	// until fn returns false: Flink's getKeys, on the live store, without
+	// a snapshot. Sorted backends report keys in encoded order, others in
+	// an unspecified one. A key group outside the maxParallelism returns
+	// ErrInvalidKeyGroup, one the store does not own ErrKeyGroupNotOwned.
+	// fn must not modify the store (ErrWriteDuringIteration); key is valid
+	// only during the call.
+	Keys(kg int, fn func(key []byte) bool) error
 }
 
 // ValueState holds one value per (key, namespace).

@@ -276,3 +276,45 @@ func (v SubKeyedValue[K, N, V]) Spec() StateSpec {
 	}
 	return v.h.st.Spec()
 }
+
+// KeysIn yields every key of the state in key group kg, which the store
+// must own, each once, whatever its number of namespaces, entries or
+// elements: on sorted backends in key order, elsewhere in the backend's.
+// Calls on the state from inside the loop may read, never write. An error
+// ends the sequence.
+func (v Value[K, V]) KeysIn(kg int) Seq[K] {
+	if v.h == nil {
+		return unboundSeq[K]
+	}
+	return v.h.keysIn(v.h.st, kg)
+}
+
+// AllKeys yields every key of the state in the key groups the store owns,
+// key group after key group, as KeysIn does for one.
+func (v Value[K, V]) AllKeys() Seq[K] {
+	if v.h == nil {
+		return unboundSeq[K]
+	}
+	return v.h.allKeys(v.h.st)
+}
+
+// KeysIn yields every key of the state in key group kg, which the store
+// must own, each once, whatever its number of namespaces, entries or
+// elements: on sorted backends in key order, elsewhere in the backend's.
+// Calls on the state from inside the loop may read, never write. An error
+// ends the sequence.
+func (v SubKeyedValue[K, N, V]) KeysIn(kg int) Seq[K] {
+	if v.h == nil {
+		return unboundSeq[K]
+	}
+	return v.h.keysIn(v.h.st, kg)
+}
+
+// AllKeys yields every key of the state in the key groups the store owns,
+// key group after key group, as KeysIn does for one.
+func (v SubKeyedValue[K, N, V]) AllKeys() Seq[K] {
+	if v.h == nil {
+		return unboundSeq[K]
+	}
+	return v.h.allKeys(v.h.st)
+}

@@ -143,6 +143,57 @@ func (st *state) Clear(k runtime.Key) error {
 	return nil
 }
 
+// Keys implements runtime.State. Keys come in encoded order (the item
+// keys' order); after each, the walk seeks past the key's other items.
+func (st *state) Keys(kg int, fn func(key []byte) bool) error {
+	s := st.s
+	if s.closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	if err := storekit.CheckGroup(&s.cfg, st.spec.Name, kg); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("btree: state %q: Keys with a nil callback", st.spec.Name)
+	}
+	t := st.trees[st.index(kg)]
+	if t == nil {
+		return nil
+	}
+	buf := storekit.AppendGroup(s.takeBuf(), kg)
+	keyBuf := s.takeBuf()
+	it := s.takeIter(t)
+	s.iterating++
+	defer func() {
+		s.iterating--
+		s.giveIter(it)
+		s.giveBuf(keyBuf)
+		s.giveBuf(buf)
+	}()
+	gl := len(buf)
+	for ok := it.Seek(probe(buf[:gl])); ok; {
+		ik := it.Item().key()
+		if len(ik) < gl || !bytes.Equal(ik[:gl], buf[:gl]) {
+			break
+		}
+		key, rest, scratch, ferr := storekit.ReadFramed(ik[gl:], keyBuf[:0])
+		keyBuf = scratch
+		if ferr != nil {
+			return fmt.Errorf("state %q: %w", st.spec.Name, errBadItem)
+		}
+		if !fn(key) {
+			break
+		}
+		var more bool
+		buf, more = storekit.AppendPrefixEnd(buf[:gl], ik[:len(ik)-len(rest)])
+		if !more {
+			break
+		}
+		ok = it.Seek(probe(buf[gl:]))
+	}
+	return nil
+}
+
 // DeleteAll implements runtime.State.
 func (st *state) DeleteAll(k runtime.Key) error {
 	t, err := st.wtree(k, false)

@@ -136,6 +136,42 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	return btRange(t.slabs, &root, nil, nil, false, func(ns, _ []byte) bool { return fn(ns) })
 }
 
+// Keys implements runtime.State, in table order. A keyed state's main
+// table has one record per key; a sub-keyed state's namespace index has
+// one per key, whatever its number of namespaces.
+func (st *state) Keys(kg int, fn func(key []byte) bool) error {
+	s := st.s
+	if s.closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	if err := storekit.CheckGroup(&s.cfg, st.spec.Name, kg); err != nil {
+		return err
+	}
+	t := st.tabs[kg-s.cfg.KeyGroups.Start]
+	if t == nil {
+		return nil
+	}
+	r := &t.main
+	if st.spec.SubKeyed {
+		r = &t.nsIdx
+	}
+	s.iterating++
+	defer func() { s.iterating-- }()
+	bad := false
+	scanTable(r, func(rec []byte) bool {
+		key, _, _, _, ok := decodeEntry(recEntry(t.slabs, rec))
+		if !ok {
+			bad = true
+			return false
+		}
+		return fn(key[:len(key):len(key)])
+	})
+	if bad {
+		return fmt.Errorf("cow: state %q, key group %d: %w", st.spec.Name, kg, errCorrupt)
+	}
+	return nil
+}
+
 // DeleteAll implements runtime.State.
 func (st *state) DeleteAll(k runtime.Key) error {
 	if !st.spec.SubKeyed {

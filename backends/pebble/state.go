@@ -46,8 +46,11 @@ func (st *state) checkWrite(k runtime.Key, usesNS bool) error {
 }
 
 // wrap adds the state and key group to an error of Pebble.
-func (st *state) wrap(k runtime.Key, err error) error {
-	return fmt.Errorf("pebble: state %q, key group %d: %w", st.spec.Name, k.Group(), err)
+func (st *state) wrap(k runtime.Key, err error) error { return st.wrapGroup(k.Group(), err) }
+
+// wrapGroup adds the state and key group kg to an error of Pebble.
+func (st *state) wrapGroup(kg int, err error) error {
+	return fmt.Errorf("pebble: state %q, key group %d: %w", st.spec.Name, kg, err)
 }
 
 // entryKey returns the key of (k.Key, k.Namespace) in the store's key
@@ -152,10 +155,10 @@ func (st *state) DeleteAll(k runtime.Key) error {
 
 // iter opens an iterator over [lo, hi), counted as an iteration so that
 // its callback cannot write.
-func (st *state) iter(k runtime.Key, lo, hi []byte) (*pebbledb.Iterator, error) {
+func (st *state) iter(kg int, lo, hi []byte) (*pebbledb.Iterator, error) {
 	it, err := st.s.db.NewIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return nil, st.wrap(k, err)
+		return nil, st.wrapGroup(kg, err)
 	}
 	st.s.iterating++
 	return it, nil
@@ -163,10 +166,10 @@ func (st *state) iter(k runtime.Key, lo, hi []byte) (*pebbledb.Iterator, error) 
 
 // closeIter closes an iterator opened by iter and returns the first of err
 // and the iterator's errors.
-func (st *state) closeIter(k runtime.Key, it *pebbledb.Iterator, err error) error {
+func (st *state) closeIter(kg int, it *pebbledb.Iterator, err error) error {
 	st.s.iterating--
 	if cerr := it.Close(); err == nil && cerr != nil {
-		err = st.wrap(k, cerr)
+		err = st.wrapGroup(kg, cerr)
 	}
 	return err
 }
@@ -185,13 +188,13 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 	pl := len(buf)
 	buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
 	el := len(buf)
-	it, err := st.iter(k, buf[:pl], buf[pl:el])
+	it, err := st.iter(k.Group(), buf[:pl], buf[pl:el])
 	if err != nil {
 		s.giveBuf(buf)
 		return err
 	}
 	defer func() {
-		err = st.closeIter(k, it, err)
+		err = st.closeIter(k.Group(), it, err)
 		s.giveBuf(buf)
 	}()
 	skip := st.spec.Kind.HasUserKey()
@@ -226,6 +229,57 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 	}
 	if err := it.Error(); err != nil {
 		return st.wrap(k, err)
+	}
+	return nil
+}
+
+// Keys implements runtime.State. Keys come in encoded order (the data
+// keys' order); after each, the iterator seeks past the key's other
+// entries.
+func (st *state) Keys(kg int, fn func(key []byte) bool) (err error) {
+	s := st.s
+	if s.closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	if err := storekit.CheckGroup(&s.cfg, st.spec.Name, kg); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: Keys with a nil callback", st.spec.Name)
+	}
+	buf := appendStatePrefix(s.takeBuf(), kg, st.id)
+	pl := len(buf)
+	buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
+	el := len(buf)
+	it, err := st.iter(kg, buf[:pl], buf[pl:el])
+	if err != nil {
+		s.giveBuf(buf)
+		return err
+	}
+	defer func() {
+		err = st.closeIter(kg, it, err)
+		s.giveBuf(buf)
+	}()
+	var keyBuf []byte // for keys longer than a framing group
+	for ok := it.First(); ok; {
+		dk := it.Key()
+		key, rest, sc, ferr := storekit.ReadFramed(dk[pl:], keyBuf[:0])
+		keyBuf = sc
+		if ferr != nil {
+			return st.wrapGroup(kg, errBadKey)
+		}
+		if !fn(key[:len(key):len(key)]) {
+			return nil
+		}
+		var more bool
+		buf, more = storekit.AppendPrefixEnd(buf[:el], dk[:len(dk)-len(rest)])
+		if !more {
+			break
+		}
+		ok = it.SeekGE(buf[el:])
+	}
+	if err := it.Error(); err != nil {
+		return st.wrapGroup(kg, err)
 	}
 	return nil
 }
@@ -377,13 +431,13 @@ func (m mapState) visit(k runtime.Key, lo, hi []byte, reverse bool, fn func(user
 	} else {
 		buf = append(append(buf, buf[:pl]...), hi...)
 	}
-	it, err := m.iter(k, buf[:ll], buf[ll:])
+	it, err := m.iter(k.Group(), buf[:ll], buf[ll:])
 	if err != nil {
 		s.giveBuf(buf)
 		return err
 	}
 	defer func() {
-		err = m.closeIter(k, it, err)
+		err = m.closeIter(k.Group(), it, err)
 		s.giveBuf(buf)
 	}()
 	var ok bool

@@ -189,6 +189,19 @@ func CheckRegister(t Target, closed, iterating bool, spec runtime.StateSpec) (ex
 	return false, nil
 }
 
+// CheckGroup runs the checks every Store makes of the key group of an
+// operation that names one (State.Keys): kg lies in cfg's maxParallelism
+// (runtime.ErrInvalidKeyGroup) and is owned (runtime.ErrKeyGroupNotOwned).
+func CheckGroup(cfg *runtime.StoreConfig, state string, kg int) error {
+	if kg < 0 || kg >= cfg.MaxParallelism {
+		return fmt.Errorf("%w: state %q: key group %d is outside [0, %d)", runtime.ErrInvalidKeyGroup, state, kg, cfg.MaxParallelism)
+	}
+	if !cfg.KeyGroups.Contains(kg) {
+		return fmt.Errorf("%w: state %q: key group %d is not in the store's key groups %v", runtime.ErrKeyGroupNotOwned, state, kg, cfg.KeyGroups)
+	}
+	return nil
+}
+
 // CheckKey runs the checks every Store makes of a Key before an operation
 // on state spec, in a store configured by cfg: k was built for cfg's
 // maxParallelism (the zero Key was built for none) and otherwise

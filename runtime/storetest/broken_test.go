@@ -38,6 +38,7 @@ const (
 	editAppliesAfterError
 	updateIgnoresError
 	freesDuringScan
+	keysPerNamespace
 )
 
 // flawed is a Model with one flaw.
@@ -261,6 +262,29 @@ func (v *flawedValue) Namespaces(k runtime.Key, fn func([]byte) bool) error {
 	return flawedNamespaces(v.s, v.ValueState, k, fn)
 }
 
+func (v *flawedValue) Keys(kg int, fn func([]byte) bool) error {
+	return flawedKeys(v.s, v.ValueState, kg, fn)
+}
+
+// flawedKeys reports a key once per namespace if the flaw says so: a
+// backend that lists its (key, namespace) entries.
+func flawedKeys(s *flawed, st runtime.State, kg int, fn func([]byte) bool) error {
+	if s.flaw != keysPerNamespace {
+		return st.Keys(kg, fn)
+	}
+	var keys [][]byte
+	if err := st.Keys(kg, func(k []byte) bool { keys = append(keys, bytes.Clone(k)); return true }); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		more := true
+		if err := st.Namespaces(runtime.MakeKey(k, nil, s.Config().MaxParallelism), func([]byte) bool { more = fn(k); return more }); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 // flawedNamespaces reports the first namespace twice if the flaw says so.
 func flawedNamespaces(s *flawed, st runtime.State, k runtime.Key, fn func([]byte) bool) error {
 	if s.flaw == namespacesByLength {
@@ -334,6 +358,10 @@ func (l *flawedList) Namespaces(k runtime.Key, fn func([]byte) bool) error {
 	return flawedNamespaces(l.s, l.ListState, k, fn)
 }
 
+func (l *flawedList) Keys(kg int, fn func([]byte) bool) error {
+	return flawedKeys(l.s, l.ListState, kg, fn)
+}
+
 type flawedMap struct {
 	runtime.MapState
 	s *flawed
@@ -355,6 +383,10 @@ func (m *flawedMap) DeleteAll(k runtime.Key) error {
 
 func (m *flawedMap) Namespaces(k runtime.Key, fn func([]byte) bool) error {
 	return flawedNamespaces(m.s, m.MapState, k, fn)
+}
+
+func (m *flawedMap) Keys(kg int, fn func([]byte) bool) error {
+	return flawedKeys(m.s, m.MapState, kg, fn)
 }
 
 func (m *flawedMap) Edit(k runtime.Key, fn func(uk, v []byte) (runtime.MapEdit, error)) error {
@@ -446,6 +478,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"EditAppliesAfterError", editAppliesAfterError, []string{"Contract/Edit"}},
 		{"UpdateIgnoresError", updateIgnoresError, []string{"Contract/ValueUpdate"}},
 		{"FreesDuringScan", freesDuringScan, []string{"Contract/ReleaseDuringScan"}},
+		{"KeysPerNamespace", keysPerNamespace, []string{"Contract/Keys"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ func contractChecks() []check {
 		{"SortedMap", checkSortedMap},
 		{"SortedMapRange", checkSortedMapRange},
 		{"NamespacesAndDeleteAll", checkNamespacesAndDeleteAll},
+		{"Keys", checkKeys},
 		{"EarlyStop", checkEarlyStop},
 		{"EmptyEncodings", checkEmptyEncodings},
 		{"CopiesInputs", checkCopiesInputs},
@@ -458,6 +459,64 @@ func checkNamespacesAndDeleteAll(e *env) {
 			must(st.DeleteAll(absent), "DeleteAll of an absent key")
 		}
 	}
+}
+
+// checkKeys: State.Keys lists every key with an entry in a key group once,
+// whatever its namespaces, elements or user keys — in encoded order on a
+// sorted store — and no key of another key group or without entries; it
+// stops when fn returns false, refuses its callback's writes, and refuses
+// key groups the store does not own or that do not exist.
+func checkKeys(e *env) {
+	owned := runtime.KeyGroupRange{Start: 0, End: mp / 2}
+	s := e.newStore(runtime.StoreConfig{KeyGroups: owned})
+	keys := sameGroupKeys(mp, owned, 5)
+	k0 := key(keys[0], nil)
+	kg := k0.Group()
+	var other []byte // a key of another owned key group
+	otherKG := -1
+	for i := uint32(0); other == nil; i++ {
+		if k := u32(i, nil); k.Group() != kg && owned.Contains(k.Group()) {
+			other, otherKG = k.Bytes(), k.Group()
+		}
+	}
+	for _, kind := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("keys", kind, sub))
+			what := name(st) + ".Keys"
+			ns1, ns2 := twoNamespaces(sub)
+			for _, k := range keys[:4] {
+				write(st, key(k, ns1), "1")
+				write(st, key(k, ns2), "2")
+				if kind.HasUserKey() {
+					putMap(st, key(k, ns1), encString("v"), []byte("3"))
+				}
+			}
+			write(st, key(other, ns1), "o")
+			must(st.DeleteAll(key(keys[3], nil)), "DeleteAll")
+			want := []string{string(keys[0]), string(keys[1]), string(keys[2])}
+			slices.Sort(want)
+			got := listKeys(st, kg, 0)
+			if !e.o.sorted {
+				slices.Sort(got)
+			}
+			expectEq(what+" of a key group (keys with entries, each once"+map[bool]string{true: ", in encoded order", false: ""}[e.o.sorted]+")", want, got)
+			expectEq(what+" of another key group", []string{string(other)}, listKeys(st, otherKG, 0))
+			if n := len(listKeys(st, kg, 1)); n != 1 {
+				fail("%s whose callback returns false at once reported %d keys, want 1", what, n)
+			}
+			var werr error
+			must(st.Keys(kg, func([]byte) bool {
+				werr = st.Clear(key(keys[0], ns1))
+				return false
+			}), "%s", what)
+			wantErr(werr, runtime.ErrWriteDuringIteration, what+" callback's Clear")
+			wantErr(st.Keys(mp/2, func([]byte) bool { return true }), runtime.ErrKeyGroupNotOwned, what+" of a key group the store does not own")
+			wantErr(st.Keys(-1, func([]byte) bool { return true }), runtime.ErrInvalidKeyGroup, what+" of key group -1")
+			wantErr(st.Keys(mp, func([]byte) bool { return true }), runtime.ErrInvalidKeyGroup, what+" of a key group past the maxParallelism")
+		}
+	}
+	st := register(s, specFor("keys.empty", runtime.KindValue, false))
+	expectEq("Keys of an empty state", []string{}, listKeys(st, kg, 0))
 }
 
 func checkEarlyStop(e *env) {

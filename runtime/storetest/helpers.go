@@ -164,6 +164,18 @@ func namespaces(st runtime.State, k runtime.Key) []string {
 	return out
 }
 
+// listKeys returns the keys State.Keys reports for key group kg, in its
+// order, stopping after limit keys (all if limit <= 0).
+func listKeys(st runtime.State, kg, limit int) []string {
+	out := []string{}
+	err := st.Keys(kg, func(k []byte) bool {
+		out = append(out, string(k))
+		return limit <= 0 || len(out) < limit
+	})
+	must(err, "%s.Keys(%d)", name(st), kg)
+	return out
+}
+
 // write adds one entry to k of any kind of state: a value, a list element
 // or the map entry u=v.
 func write(st runtime.State, k runtime.Key, v string) {

@@ -307,6 +307,36 @@ func (s *stateCore) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	return nil
 }
 
+// Keys implements runtime.State, in encoded order.
+func (s *stateCore) Keys(kg int, fn func(key []byte) bool) error {
+	m := s.m
+	m.enter()
+	if m.closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, s.spec.Name)
+	}
+	if err := storekit.CheckGroup(&m.cfg, s.spec.Name, kg); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var keys []string
+	for ck := range s.groups[kg] {
+		if !seen[ck.key] {
+			seen[ck.key] = true
+			keys = append(keys, ck.key)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b := []byte(k)
+		more := m.callback(func() bool { return fn(b) })
+		poison(b)
+		if !more {
+			break
+		}
+	}
+	return nil
+}
+
 // DeleteAll implements runtime.State.
 func (s *stateCore) DeleteAll(k runtime.Key) error {
 	if err := s.check(k, false, true); err != nil {
