@@ -1,0 +1,140 @@
+package runtime_test
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stategen/stategen/backends/btree"
+	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/backends/pebble"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+// mergeStores are the stores the merge tests run on: merging is written
+// once on the byte-level contract, and must behave alike on every backend.
+// sess is a session window in the merge tests: its start.
+type sess = int64
+
+func mergeStores(t *testing.T) map[string]runtime.Store {
+	t.Helper()
+	model, err := storetest.NewModel(runtime.StoreConfig{})
+	check(t, err)
+	c, err := cow.New(cow.Options{})
+	check(t, err)
+	b, err := btree.New(btree.Options{})
+	check(t, err)
+	p, err := pebble.New(pebble.Options{Dir: t.TempDir()})
+	check(t, err)
+	stores := map[string]runtime.Store{"model": model, "cow": c, "btree": b, "pebble": p}
+	t.Cleanup(func() {
+		for _, s := range stores {
+			s.Close()
+		}
+	})
+	return stores
+}
+
+// TestMergeNamespaces merges session windows of a Value, a List and a
+// SortedMap: the target's content combined with the sources', in the order
+// given; sources removed; the target, repeats and absent sources ignored;
+// no source with content, no change; a nil merge function refused.
+func TestMergeNamespaces(t *testing.T) {
+	for name, s := range mergeStores(t) {
+		t.Run(name, func(t *testing.T) {
+			counts := must[runtime.SubKeyedValue[string, sess, string]](t)(runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, sess, string]{
+				Name: "counts", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{}, Value: runtime.StringCodec{},
+			}))
+			events := must[runtime.SubKeyedList[string, sess, string]](t)(runtime.NewSubKeyedList(s, runtime.SubKeyedListDescriptor[string, sess, string]{
+				Name: "events", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{}, Value: runtime.StringCodec{},
+			}))
+			pages := must[runtime.SubKeyedSortedMap[string, sess, string, int64]](t)(runtime.NewSubKeyedSortedMap(s, runtime.SubKeyedMapDescriptor[string, sess, string, int64]{
+				Name: "pages", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{},
+			}))
+			concat := func(a, b string) string { return a + "+" + b }
+
+			// Values: the target has one; source 3 is absent; 2 repeats;
+			// the target itself is listed.
+			check(t, counts.Put("ann", 1, "t"))
+			check(t, counts.Put("ann", 2, "a"))
+			check(t, counts.Put("ann", 4, "b"))
+			check(t, counts.Put("bob", 2, "other key"))
+			check(t, counts.Merge("ann", 1, []sess{2, 3, 1, 4, 2}, concat))
+			wantValues(t, counts, "ann", map[sess]string{1: "t+a+b"})
+			wantValues(t, counts, "bob", map[sess]string{2: "other key"})
+			// No target value: the first source's starts the fold.
+			check(t, counts.Put("ann", 7, "x"))
+			check(t, counts.Put("ann", 8, "y"))
+			check(t, counts.Merge("ann", 6, []sess{8, 7}, concat))
+			wantValues(t, counts, "ann", map[sess]string{1: "t+a+b", 6: "y+x"})
+			// No source has a value: nothing changes, not even an empty target.
+			check(t, counts.Merge("ann", 9, []sess{10, 11}, concat))
+			wantValues(t, counts, "ann", map[sess]string{1: "t+a+b", 6: "y+x"})
+			if err := counts.Merge("ann", 1, []sess{6}, nil); err == nil {
+				t.Error("Merge with a nil merge function succeeded")
+			}
+
+			// Lists: elements appended in the order of the sources.
+			for _, e := range []struct {
+				w sess
+				v string
+			}{{1, "t1"}, {2, "a1"}, {2, "a2"}, {3, "b1"}} {
+				check(t, events.Add("ann", e.w, e.v))
+			}
+			check(t, events.Merge("ann", 1, []sess{3, 2, 5}))
+			if got := must[[]string](t)(events.Get("ann", 1)); !slices.Equal(got, []string{"t1", "b1", "a1", "a2"}) {
+				t.Errorf("merged list = %v", got)
+			}
+			for _, w := range []sess{2, 3} {
+				if got := must[[]string](t)(events.Get("ann", w)); len(got) != 0 {
+					t.Errorf("source list %d = %v after the merge, want it gone", w, got)
+				}
+			}
+
+			// Maps: conflicts merged, the rest moved; with a nil merge the
+			// later value wins.
+			check(t, pages.Put("ann", 1, "/a", 1))
+			check(t, pages.Put("ann", 2, "/a", 10))
+			check(t, pages.Put("ann", 2, "/b", 20))
+			check(t, pages.Put("ann", 3, "/b", 300))
+			check(t, pages.Put("ann", 3, "/c", 400))
+			sum := func(_ string, a, b int64) int64 { return a + b }
+			check(t, pages.Merge("ann", 1, []sess{2, 3}, sum))
+			wantMap(t, pages, 1, map[string]int64{"/a": 11, "/b": 320, "/c": 400})
+			wantMap(t, pages, 2, map[string]int64{})
+			check(t, pages.Put("ann", 5, "/a", 5))
+			check(t, pages.Merge("ann", 1, []sess{5}, nil))
+			wantMap(t, pages, 1, map[string]int64{"/a": 5, "/b": 320, "/c": 400})
+			var zero runtime.SubKeyedList[string, sess, string]
+			if err := zero.Merge("ann", 1, []sess{2}); !errors.Is(err, runtime.ErrUnbound) {
+				t.Errorf("Merge on a zero handle: %v, want ErrUnbound", err)
+			}
+		})
+	}
+}
+
+func wantValues(t *testing.T, v runtime.SubKeyedValue[string, sess, string], k string, want map[sess]string) {
+	t.Helper()
+	got := map[sess]string{}
+	for ns, err := range v.Namespaces(k) {
+		check(t, err)
+		got[ns], _, _ = v.Get(k, ns)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("values of %s = %v, want %v", k, got, want)
+	}
+}
+
+func wantMap(t *testing.T, m runtime.SubKeyedSortedMap[string, sess, string, int64], w sess, want map[string]int64) {
+	t.Helper()
+	got := map[string]int64{}
+	for e, err := range m.All("ann", w) {
+		check(t, err)
+		got[e.Key] = e.Value
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("map of sess %d = %v, want %v", w, got, want)
+	}
+}
