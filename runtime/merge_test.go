@@ -6,44 +6,20 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stategen/stategen/backends/btree"
-	"github.com/stategen/stategen/backends/cow"
-	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/runtime"
-	"github.com/stategen/stategen/runtime/storetest"
 )
 
-// mergeStores are the stores the merge tests run on: merging is written
-// once on the byte-level contract, and must behave alike on every backend.
 // sess is a session window in the merge tests: its start.
 type sess = int64
-
-func mergeStores(t *testing.T) map[string]runtime.Store {
-	t.Helper()
-	model, err := storetest.NewModel(runtime.StoreConfig{})
-	check(t, err)
-	c, err := cow.New(cow.Options{})
-	check(t, err)
-	b, err := btree.New(btree.Options{})
-	check(t, err)
-	p, err := pebble.New(pebble.Options{Dir: t.TempDir()})
-	check(t, err)
-	stores := map[string]runtime.Store{"model": model, "cow": c, "btree": b, "pebble": p}
-	t.Cleanup(func() {
-		for _, s := range stores {
-			s.Close()
-		}
-	})
-	return stores
-}
 
 // TestMergeNamespaces merges session windows of a Value, a List and a
 // SortedMap: the target's content combined with the sources', in the order
 // given; sources removed; the target, repeats and absent sources ignored;
 // no source with content, no change; a nil merge function refused.
 func TestMergeNamespaces(t *testing.T) {
-	for name, s := range mergeStores(t) {
+	for name, newStore := range backendsFor(t) {
 		t.Run(name, func(t *testing.T) {
+			s := newStore(runtime.StoreConfig{})
 			counts := must[runtime.SubKeyedValue[string, sess, string]](t)(runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, sess, string]{
 				Name: "counts", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{}, Value: runtime.StringCodec{},
 			}))

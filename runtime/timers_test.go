@@ -1,0 +1,206 @@
+package runtime_test
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stategen/stategen/backends/btree"
+	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/backends/pebble"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+// backendsFor returns a constructor of each backend's stores.
+func backendsFor(t *testing.T) map[string]func(runtime.StoreConfig) runtime.Store {
+	t.Helper()
+	open := func(s runtime.Store, err error) runtime.Store {
+		t.Helper()
+		check(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return map[string]func(runtime.StoreConfig) runtime.Store{
+		"model": func(c runtime.StoreConfig) runtime.Store { return open(storetest.NewModel(c)) },
+		"cow":   func(c runtime.StoreConfig) runtime.Store { return open(cow.New(cow.Options{StoreConfig: c})) },
+		"btree": func(c runtime.StoreConfig) runtime.Store { return open(btree.New(btree.Options{StoreConfig: c})) },
+		"pebble": func(c runtime.StoreConfig) runtime.Store {
+			return open(pebble.New(pebble.Options{StoreConfig: c, Dir: t.TempDir()}))
+		},
+	}
+}
+
+type timer = runtime.Timer[string, int64]
+
+func newTimers(t *testing.T, s runtime.Store) runtime.Timers[string, int64] {
+	t.Helper()
+	return must[runtime.Timers[string, int64]](t)(runtime.NewTimers(s, runtime.TimersDescriptor[string, int64]{
+		Name: "timers", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{},
+	}))
+}
+
+func timerOrder(a, b timer) int {
+	return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Namespace, b.Namespace))
+}
+
+// advance runs Advance(to) and returns the timers it fired, in order.
+func advance(t *testing.T, ts runtime.Timers[string, int64], to int64) []timer {
+	t.Helper()
+	var got []timer
+	check(t, ts.Advance(to, func(tm timer) error { got = append(got, tm); return nil }))
+	return got
+}
+
+// TestTimersModel runs random registrations, deletions and advances
+// against a set of timers on every backend: Advance fires exactly the
+// timers due, in (time, key, namespace) order, each once; registering a
+// timer twice is one timer; Next is the earliest time.
+func TestTimersModel(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			ts := newTimers(t, newStore(runtime.StoreConfig{MaxParallelism: 32}))
+			rng := rand.New(rand.NewPCG(1, 2))
+			want := map[timer]bool{}
+			now := int64(0)
+			for step := range 3000 {
+				tm := timer{Time: now + rng.Int64N(200) - 20, Key: fmt.Sprintf("k%d", rng.IntN(40)), Namespace: rng.Int64N(3) - 1}
+				switch r := rng.IntN(10); {
+				case r < 6:
+					check(t, ts.Register(tm.Time, tm.Key, tm.Namespace))
+					want[tm] = true
+				case r < 8:
+					// Delete one that exists, or one that does not.
+					for w := range want {
+						if rng.IntN(2) == 0 {
+							tm = w
+						}
+						break
+					}
+					check(t, ts.Delete(tm.Time, tm.Key, tm.Namespace))
+					delete(want, tm)
+				default:
+					now += rng.Int64N(60)
+					var due []timer
+					for w := range want {
+						if w.Time <= now {
+							due = append(due, w)
+							delete(want, w)
+						}
+					}
+					slices.SortFunc(due, timerOrder)
+					if got := advance(t, ts, now); !slices.Equal(got, due) {
+						t.Fatalf("step %d: Advance(%d) fired %v, want %v", step, now, got, due)
+					}
+				}
+				next, ok, err := ts.Next()
+				check(t, err)
+				var wantNext *int64
+				for w := range want {
+					if wantNext == nil || w.Time < *wantNext {
+						wantNext = &w.Time
+					}
+				}
+				if ok != (wantNext != nil) || ok && next != *wantNext {
+					t.Fatalf("step %d: Next = %d, %v; want %v", step, next, ok, wantNext)
+				}
+			}
+		})
+	}
+}
+
+// TestTimersRegisteredWhileFiring: a callback's timers due by the bound
+// fire in the same Advance, in order; later ones wait; a callback's error
+// ends the Advance.
+func TestTimersRegisteredWhileFiring(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			ts := newTimers(t, newStore(runtime.StoreConfig{}))
+			check(t, ts.Register(10, "a", 0))
+			check(t, ts.Register(20, "b", 0))
+			var got []timer
+			check(t, ts.Advance(30, func(tm timer) error {
+				got = append(got, tm)
+				if tm.Key == "a" {
+					check(t, ts.Register(15, "c", 1)) // due, before b
+					check(t, ts.Register(25, "d", 0)) // due, after b
+					check(t, ts.Register(31, "e", 0)) // not due
+					check(t, ts.Delete(20, "b", 0))   // deleted before it fires
+					check(t, ts.Register(20, "b", 7)) // another namespace
+				}
+				return nil
+			}))
+			want := []timer{{10, "a", 0}, {15, "c", 1}, {20, "b", 7}, {25, "d", 0}}
+			if !slices.Equal(got, want) {
+				t.Errorf("fired %v, want %v", got, want)
+			}
+			boom := errors.New("boom")
+			check(t, ts.Register(32, "f", 0))
+			n := 0
+			if err := ts.Advance(40, func(timer) error { n++; return boom }); !errors.Is(err, boom) || n != 1 {
+				t.Errorf("Advance with a failing callback: %v after %d calls, want boom after 1", err, n)
+			}
+			if got := advance(t, ts, 40); !slices.Equal(got, []timer{{32, "f", 0}}) {
+				t.Errorf("after the failed Advance, Advance fired %v", got)
+			}
+			if err := ts.Advance(50, nil); err == nil {
+				t.Error("Advance with a nil callback succeeded")
+			}
+			var zero runtime.Timers[string, int64]
+			if err := zero.Register(1, "a", 0); !errors.Is(err, runtime.ErrUnbound) {
+				t.Errorf("Register on a zero handle: %v", err)
+			}
+		})
+	}
+}
+
+// TestTimersRescale: timers are keyed state in every snapshot; restored
+// into two stores that split the key groups, each fires exactly the timers
+// of its keys, all of them once — a timer due before the snapshot and not
+// yet fired fires after the restore — on every backend, restoring the
+// snapshot of any other.
+func TestTimersRescale(t *testing.T) {
+	const maxP = 64
+	backends := backendsFor(t)
+	for from, newFrom := range backends {
+		src := newFrom(runtime.StoreConfig{MaxParallelism: maxP})
+		ts := newTimers(t, src)
+		var all []timer
+		for i := range 200 {
+			tm := timer{Time: int64(i % 37), Key: fmt.Sprintf("key-%d", i), Namespace: int64(i % 3)}
+			check(t, ts.Register(tm.Time, tm.Key, tm.Namespace))
+			all = append(all, tm)
+		}
+		slices.SortFunc(all, timerOrder)
+		snap, err := src.Snapshot()
+		check(t, err)
+		for to, newTo := range backends {
+			t.Run(from+"-to-"+to, func(t *testing.T) {
+				var fired []timer
+				for _, r := range []runtime.KeyGroupRange{{Start: 0, End: 23}, {Start: 23, End: maxP}} {
+					dst := newTo(runtime.StoreConfig{MaxParallelism: maxP, KeyGroups: r})
+					dts := newTimers(t, dst)
+					check(t, dst.Restore(snap))
+					for _, tm := range advance(t, dts, 100) {
+						k := runtime.MakeKey(runtime.StringCodec{}.AppendKey(nil, tm.Key), nil, maxP)
+						if !r.Contains(k.Group()) {
+							t.Errorf("store of key groups %v fired %v, of key group %d", r, tm, k.Group())
+						}
+						fired = append(fired, tm)
+					}
+					if got := advance(t, dts, 100); len(got) != 0 {
+						t.Errorf("a second Advance fired %v again", got)
+					}
+				}
+				slices.SortFunc(fired, timerOrder)
+				if !slices.Equal(fired, all) {
+					t.Errorf("the two stores fired %d timers, want the %d registered", len(fired), len(all))
+				}
+			})
+		}
+		check(t, snap.Release())
+	}
+}
