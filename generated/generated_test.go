@@ -2,14 +2,19 @@ package generated
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/generated/geo"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
@@ -165,7 +170,7 @@ func TestOpenBindsEveryState(t *testing.T) {
 	check(ws.Sessions.Put(key, &Agg{}))
 	check(ws.Durs.Add(time.Minute, map[string][]*float64{"a": nil}))
 
-	if got, ok, err := cs.Last.Get("u"); err != nil || !ok || !cmp.Equal(got, ev) {
+	if got, ok, err := cs.Last.Get("u"); err != nil || !ok || !gocmp.Equal(got, ev) {
 		t.Errorf("Last.Get = %v, %v, %v; want %v", got, ok, err, ev)
 	}
 	var ranked []float64
@@ -200,5 +205,81 @@ func TestHugeCountErrorNamesTheField(t *testing.T) {
 	const want = "Event.Tags: stategen: corrupt encoding: []string: count 268435454 exceeds the 1 remaining bytes"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+// TestGeneratedTimers: a runtime.Timers field is bound by Open with the
+// codecs of its key and namespace types, fires in (time, key, namespace)
+// order, and survives a checkpoint written and restored by package
+// checkpoint at another parallelism (its schema, recorded in the
+// checkpoint, is the one the generator derives).
+func TestGeneratedTimers(t *testing.T) {
+	ctx := context.Background()
+	src, err := cow.New(cow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ws, err := OpenWindowState(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fired = runtime.Timer[SessionKey, Window]
+	var want []fired
+	for i := range 40 {
+		tm := fired{Time: int64(i % 7), Key: SessionKey{User: fmt.Sprint("u", i), Day: int32(i), Raw: []byte{}}, Namespace: Window{Start: int64(i), End: int64(i + 10)}}
+		if err := ws.Fire.Register(tm.Time, tm.Key, tm.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, tm)
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	dir, err := checkpoint.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := checkpoint.WriteInstance(ctx, dir, "chk-1", "op-0.sgc", snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := checkpoint.NewOperator("op", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Commit(ctx, dir, "chk-1", &checkpoint.Metadata{Operators: []checkpoint.Operator{op}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []fired
+	for i := range 2 {
+		r, err := runtime.KeyGroupRangeForOperator(runtime.DefaultMaxParallelism, 2, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := storetest.NewModel(runtime.StoreConfig{KeyGroups: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws2, err := OpenWindowState(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkpoint.Restore(ctx, dir, "chk-1", "op", i, 2, store, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ws2.Fire.Advance(100, func(tm fired) error { got = append(got, tm); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := func(a, b fired) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Key.User, b.Key.User))
+	}
+	slices.SortFunc(want, order)
+	slices.SortFunc(got, order)
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("timers fired after the restore (-want +got):\n%s", diff)
 	}
 }

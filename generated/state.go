@@ -38,4 +38,6 @@ type WindowState struct {
 	Places   runtime.SortedMap[geo.Point, [16]byte, geo.Pair[Level, Blob]] `state:"places"`
 	Sessions runtime.Value[SessionKey, *Agg]                               `state:"sessions"`
 	Durs     runtime.List[time.Duration, map[string][]*float64]            `state:"durations"`
+	// Fire holds the windows' event-time timers.
+	Fire runtime.Timers[SessionKey, Window] `state:"fire"`
 }

@@ -123,6 +123,8 @@ type WindowStateDescriptors struct {
 	Sessions runtime.ValueDescriptor[SessionKey, *Agg]
 	// Durs is the descriptor of state "durations".
 	Durs runtime.ListDescriptor[time.Duration, map[string][]*float64]
+	// Fire is the descriptor of state "fire".
+	Fire runtime.TimersDescriptor[SessionKey, Window]
 }
 
 // DescribeWindowState returns the descriptors of the states of WindowState.
@@ -184,6 +186,13 @@ func DescribeWindowState() WindowStateDescriptors {
 			Schema:      "stategen/v1 list key=duration value=map[string][]*float64",
 			Value:       stategenCodecMapOfStringToSliceOfPtrToFloat64{},
 		},
+		Fire: runtime.TimersDescriptor[SessionKey, Window]{
+			Fingerprint: "v1:6309f613396bd86b70e751b08f9c877c",
+			Key:         SessionKeyCodec{},
+			Name:        "fire",
+			Namespace:   WindowCodec{},
+			Schema:      "stategen/v1 sortedmap key=uint32 userkey=struct{Time int64;Key struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8};Namespace struct{Start int64;End int64}} value=struct{}",
+		},
 	}
 }
 
@@ -201,6 +210,7 @@ func DescribeWindowState() WindowStateDescriptors {
 //	Places "places": stategen/v1 sortedmap key=struct{Lat float64;Lon float64} userkey=[16]uint8 value=struct{First string;Second bytes}
 //	Sessions "sessions": stategen/v1 value key=struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8} value=*struct{Base struct{Count int64;Sum float64};Extra *struct{Note string};Min float32;Max float32;Where struct{Lat float64;Lon float64};Path []struct{Lat float64;Lon float64};Pair struct{First string;Second int64};Matrix [2][3]int16;Hash [8]uint8;Colors []uint8;Levels []string;ByColor map[uint8][]string;Nested map[string]map[int32]bool;Next *struct{Label string;Set map[[2]uint8]struct{}};Maybe *int64;Blob bytes;Stamp time;Window struct{Start int64;End int64};Anonymous struct{X int32;Y int32};hidden string;empty struct{}}
 //	Durs "durations": stategen/v1 list key=duration value=map[string][]*float64
+//	Fire "fire": stategen/v1 sortedmap key=uint32 userkey=struct{Time int64;Key struct{User string;Day int32;Weight float64;At time;Active bool;ID [4]uint8;Raw bytes;Span duration;Shard uint16;Color uint8};Namespace struct{Start int64;End int64}} value=struct{}
 func OpenWindowState(s runtime.Store) (*WindowState, error) {
 	d := DescribeWindowState()
 	st := new(WindowState)
@@ -225,6 +235,9 @@ func OpenWindowState(s runtime.Store) (*WindowState, error) {
 	}
 	if st.Durs, err = runtime.NewList(s, d.Durs); err != nil {
 		return nil, fmt.Errorf("OpenWindowState: field Durs: %w", err)
+	}
+	if st.Fire, err = runtime.NewTimers(s, d.Fire); err != nil {
+		return nil, fmt.Errorf("OpenWindowState: field Fire: %w", err)
 	}
 	return st, nil
 }

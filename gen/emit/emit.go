@@ -112,7 +112,9 @@ func newEmitter(pkg *model.Package) (*emitter, error) {
 			if st.UserKey != nil {
 				e.use(st.UserKey, true)
 			}
-			e.use(st.Value, false)
+			if st.Value != nil {
+				e.use(st.Value, false)
+			}
 			for _, m := range st.Migrations {
 				e.use(m.From, false)
 			}
@@ -466,6 +468,15 @@ func (e *emitter) open(s *model.StateStruct) {
 // descriptor returns the type of the runtime descriptor of state st and
 // the fields of its value.
 func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
+	if st.Timers {
+		return jen.Qual(RuntimePath, "TimersDescriptor").Types(e.typ(st.Key), e.typ(st.Namespace)), jen.Dict{
+			jen.Id("Name"):        jen.Lit(st.Name),
+			jen.Id("Fingerprint"): jen.Lit(st.Fingerprint()),
+			jen.Id("Schema"):      jen.Lit(st.Schema()),
+			jen.Id("Key"):         e.codecExpr(st.Key),
+			jen.Id("Namespace"):   e.codecExpr(st.Namespace),
+		}
+	}
 	targs := []jen.Code{e.typ(st.Key)}
 	dict := jen.Dict{
 		jen.Id("Name"):        jen.Lit(st.Name),

@@ -319,6 +319,10 @@ func (l *loader) migration(mp *model.Package, fd *ast.FuncDecl, state string) {
 		l.errorf(pos, "%sthe package declares no state %q", prefix, state)
 		return
 	}
+	if target.Timers {
+		l.errorf(pos, "%sstate %q holds timers, which have no values to migrate", prefix, state)
+		return
+	}
 	obj, _ := l.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
 	if obj == nil {
 		l.errorf(pos, "%sno type information", prefix)
@@ -379,6 +383,7 @@ var handleKinds = map[string]struct {
 	kind     model.StateKind
 	subKeyed bool
 }{
+	"Timers":            {model.KindSortedMap, false},
 	"Value":             {model.KindValue, false},
 	"SubKeyedValue":     {model.KindValue, true},
 	"List":              {model.KindList, false},
@@ -472,20 +477,25 @@ func (l *loader) state(f *types.Var, name string, pos token.Position, prefix str
 			l.errorf(pos, "%sthe field's type does not type-check%s", prefix, l.typeErrors())
 			return nil
 		}
-		l.errorf(pos, "%stype %s is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap or a SubKeyed variant; tag the field %s:\"-\" to leave it out)",
+		l.errorf(pos, "%stype %s is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap, a SubKeyed variant or runtime.Timers; tag the field %s:\"-\" to leave it out)",
 			prefix, l.typeString(ft), TagKey)
 		return nil
 	}
-	s := &model.State{Field: f.Name(), Name: name, Kind: hk.kind, SubKeyed: hk.subKeyed, Pos: pos}
+	s := &model.State{Field: f.Name(), Name: name, Kind: hk.kind, SubKeyed: hk.subKeyed, Timers: named.Obj().Name() == "Timers", Pos: pos}
 	args := named.TypeArgs()
 	roles := []model.Role{model.RoleKey}
-	if hk.subKeyed {
+	switch {
+	case s.Timers:
 		roles = append(roles, model.RoleNamespace)
+	default:
+		if hk.subKeyed {
+			roles = append(roles, model.RoleNamespace)
+		}
+		if hk.kind == model.KindMap || hk.kind == model.KindSortedMap {
+			roles = append(roles, model.RoleUserKey)
+		}
+		roles = append(roles, model.RoleValue)
 	}
-	if hk.kind == model.KindMap || hk.kind == model.KindSortedMap {
-		roles = append(roles, model.RoleUserKey)
-	}
-	roles = append(roles, model.RoleValue)
 	if args.Len() != len(roles) {
 		l.errorf(pos, "%sunexpected number of type arguments of runtime.%s", prefix, named.Obj().Name())
 		return nil

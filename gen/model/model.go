@@ -368,7 +368,12 @@ type State struct {
 	Name     string // the stable state name
 	Kind     StateKind
 	SubKeyed bool
-	// Key is always set, Namespace for sub-keyed states, UserKey for maps.
+	// Timers marks a timer state (runtime.Timers[Key, Namespace]): its
+	// Kind is KindSortedMap, as stored (see schema.Timers), and it has a
+	// Key and a Namespace but no UserKey or Value.
+	Timers bool
+	// Key is always set, Namespace for sub-keyed states and timers, UserKey
+	// for maps, Value for all but timers.
 	Key, Namespace, UserKey, Value *Type
 	Pos                            token.Position // the field's position
 	// Migrations are the user's functions that migrate the state's values
@@ -399,6 +404,9 @@ func (s *State) MigrationSchema(m *Migration) string {
 // Handle returns the name of the runtime handle type of s, such as
 // "SubKeyedSortedMap".
 func (s *State) Handle() string {
+	if s.Timers {
+		return "Timers"
+	}
 	var n string
 	switch s.Kind {
 	case KindValue:
@@ -419,6 +427,9 @@ func (s *State) Handle() string {
 // SchemaState returns s's schema (package runtime/schema), the parsed form
 // of Schema.
 func (s *State) SchemaState() *schema.State {
+	if s.Timers {
+		return schema.Timers(s.Key.SchemaType(), s.Namespace.SchemaType())
+	}
 	st := &schema.State{Kind: runtime.Kind(s.Kind), SubKeyed: s.SubKeyed, Key: s.Key.SchemaType(), Value: s.Value.SchemaType()}
 	if s.Namespace != nil {
 		st.Namespace = s.Namespace.SchemaType()

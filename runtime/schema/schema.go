@@ -107,6 +107,21 @@ type State struct {
 	Key, Namespace, UserKey, Value *Type
 }
 
+// Timers returns the schema of a timer state (runtime.Timers) whose keys
+// have type key and namespaces type ns: what the state stores, a sorted map
+// from a key-group anchor (uint32) to its timers, each the user key
+// struct{Time int64; Key; Namespace} with an empty value.
+func Timers(key, ns *Type) *State {
+	return &State{
+		Kind: runtime.KindSortedMap,
+		Key:  &Type{Kind: Uint32},
+		UserKey: &Type{Kind: Struct, Fields: []Field{
+			{Name: "Time", Type: &Type{Kind: Int64}}, {Name: "Key", Type: key}, {Name: "Namespace", Type: ns},
+		}},
+		Value: &Type{Kind: Struct},
+	}
+}
+
 // String returns the type in the schema grammar.
 func (t *Type) String() string {
 	var b strings.Builder
