@@ -58,6 +58,10 @@ type timersHandle[K, N any] struct {
 	// timers Advance reads again.
 	advancing bool
 	touched   []int
+	// heads and at (key group -> index in heads) are Advance's, kept from
+	// one call to the next for their buffers.
+	heads []head
+	at    map[int]int
 }
 
 // NewTimers registers d with s and returns its handle.
@@ -159,24 +163,45 @@ func (t Timers[K, N]) Delete(time int64, k K, ns N) error {
 	return nil
 }
 
-// head is the first timer of a key group, as Advance sees it.
+// prefetch is how many due timers of a key group Advance reads at once.
+const prefetch = 64
+
+// head is the next due timers of a key group, as Advance sees them: read
+// prefetch at a time, in order, into one buffer.
 type head struct {
-	kg int
-	uk []byte // nil: the key group has no timer
+	kg   int
+	q    [][]byte // the group's next due timers (user keys), in order
+	more bool     // the group may hold more due timers than q
+	buf  []byte   // backs q
+	ends []int    // scratch of refill
 }
 
-// first returns the encoded first timer of key group kg with a time <= to
-// (nil if none), in a fresh slice.
-func (h *timersHandle[K, N]) first(kg int, hi []byte) ([]byte, error) {
-	var uk []byte
-	err := h.st.Range(h.anchors[kg], nil, hi, false, func(u, _ []byte) bool {
-		uk = bytes.Clone(u)
-		return false
+// next returns the head's first timer, nil if the group has no due timer.
+func (hd *head) next() []byte {
+	if len(hd.q) == 0 {
+		return nil
+	}
+	return hd.q[0]
+}
+
+// refill reads the next n due timers (before hi) of hd's key group.
+func (h *timersHandle[K, N]) refill(hd *head, hi []byte, n int) error {
+	hd.q, hd.buf, hd.ends = hd.q[:0], hd.buf[:0], hd.ends[:0]
+	err := h.st.Range(h.anchors[hd.kg], nil, hi, false, func(u, _ []byte) bool {
+		hd.buf = append(hd.buf, u...)
+		hd.ends = append(hd.ends, len(hd.buf))
+		return len(hd.ends) < n
 	})
 	if err != nil {
-		return nil, h.errorf(fmt.Sprintf("timers of key group %d", kg), err)
+		return h.errorf(fmt.Sprintf("timers of key group %d", hd.kg), err)
 	}
-	return uk, nil
+	start := 0
+	for _, e := range hd.ends {
+		hd.q = append(hd.q, hd.buf[start:e:e])
+		start = e
+	}
+	hd.more = len(hd.ends) == n
+	return nil
 }
 
 // Advance fires every timer with a time <= to, in (time, key, namespace)
@@ -186,6 +211,11 @@ func (h *timersHandle[K, N]) first(kg int, hi []byte) ([]byte, error) {
 // error of fn ends the Advance and is returned: the timer it was called
 // with is deleted already, as after any failure the job restores its last
 // checkpoint, where the timer is still registered.
+//
+// Advance reads the due timers of each key group prefetch at a time, and
+// again for a key group in which fn registered or deleted a timer through
+// this handle; once none is left it reads every key group once more, for
+// timers fn registered through another handle of the same state.
 func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	if t.h == nil {
 		return ErrUnbound
@@ -203,21 +233,17 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	}
 	h.advancing = true
 	defer func() { h.advancing, h.touched = false, h.touched[:0] }()
-	heads := make([]head, 0, len(h.anchors))
-	at := make(map[int]int, len(h.anchors)) // key group -> index in heads
-	for kg := range h.groups.All() {
-		at[kg] = len(heads)
-		heads = append(heads, head{kg: kg})
+	if h.heads == nil {
+		h.at = make(map[int]int, len(h.anchors))
+		for kg := range h.groups.All() {
+			h.at[kg] = len(h.heads)
+			h.heads = append(h.heads, head{kg: kg})
+		}
 	}
-	reread := func(i int) (err error) {
-		heads[i].uk, err = h.first(heads[i].kg, hi)
-		return err
-	}
+	heads, at := h.heads, h.at
 	for {
-		// Read every head: at the start, and when no head is left, in case
-		// another handle of the state registered timers from fn.
 		for i := range heads {
-			if err := reread(i); err != nil {
+			if err := h.refill(&heads[i], hi, prefetch); err != nil {
 				return err
 			}
 		}
@@ -225,7 +251,7 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 		for {
 			best := -1
 			for i := range heads {
-				if heads[i].uk != nil && (best < 0 || bytes.Compare(heads[i].uk, heads[best].uk) < 0) {
+				if u := heads[i].next(); u != nil && (best < 0 || bytes.Compare(u, heads[best].next()) < 0) {
 					best = i
 				}
 			}
@@ -234,19 +260,24 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 			}
 			fired = true
 			hd := &heads[best]
-			tm, err := h.decodeTimer(hd.uk)
+			uk := hd.q[0]
+			tm, err := h.decodeTimer(uk)
 			if err != nil {
 				return err
 			}
-			if err := h.st.Delete(h.anchors[hd.kg], hd.uk); err != nil {
+			if err := h.st.Delete(h.anchors[hd.kg], uk); err != nil {
 				return h.errorf("fire timer", err)
 			}
-			h.touched = append(h.touched[:0], hd.kg)
+			hd.q = hd.q[1:]
+			h.touched = h.touched[:0]
 			if err := fn(tm); err != nil {
 				return err
 			}
+			if len(hd.q) == 0 && hd.more {
+				h.touched = append(h.touched, hd.kg)
+			}
 			for _, kg := range h.touched {
-				if err := reread(at[kg]); err != nil {
+				if err := h.refill(&heads[at[kg]], hi, prefetch); err != nil {
 					return err
 				}
 			}
@@ -266,11 +297,11 @@ func (t Timers[K, N]) Next() (time int64, ok bool, err error) {
 	h := t.h
 	var best []byte
 	for kg := range h.groups.All() {
-		uk, err := h.first(kg, nil)
-		if err != nil {
+		hd := head{kg: kg}
+		if err := h.refill(&hd, nil, 1); err != nil {
 			return 0, false, err
 		}
-		if uk != nil && (best == nil || bytes.Compare(uk, best) < 0) {
+		if uk := hd.next(); uk != nil && (best == nil || bytes.Compare(uk, best) < 0) {
 			best = uk
 		}
 	}
