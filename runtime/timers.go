@@ -2,8 +2,12 @@ package runtime
 
 import (
 	"bytes"
+	"container/heap"
 	"fmt"
+	"reflect"
+	goruntime "runtime"
 	"sync"
+	"weak"
 )
 
 // Timers are keyed state (DESIGN.md §3): a timer belongs to a (key,
@@ -19,9 +23,14 @@ import (
 // encodings and an empty value. So the timers of a key group are sorted by
 // time on every backend — on btree and pebble their keys are (key group,
 // state, anchor, time, key, namespace), the layout of Flink's RocksDB
-// timer column family — and registering a timer twice is one timer. No
-// timer is held in memory: Advance walks the key groups' first timers,
-// O(owned key groups) reads per call plus one read per timer fired.
+// timer column family — and registering a timer twice is one timer.
+//
+// Timers are not held in memory: the handles of a state share, per owned
+// key group, the time of its earliest timer (when known) and its first 64
+// timers as last read. Advance reads only the key groups that may hold a
+// due timer and whose first timers changed since, and fires from a binary
+// heap of the key groups' first timers: a fired timer costs one Delete, a
+// heap step, and a read per 64 timers of its key group.
 
 // TimersDescriptor describes a timer state for NewTimers. Generated code
 // fills it in for a runtime.Timers field of a state struct.
@@ -50,21 +59,101 @@ type Timers[K, N any] struct{ h *timersHandle[K, N] }
 
 type timersHandle[K, N any] struct {
 	handle[K, N]
-	st      SortedMapState
-	anchors map[int]Key // by owned key group
-	ukBuf   []byte
-	// touched lists the key groups of the timers registered or deleted
-	// through this handle during an Advance (advancing), whose first
-	// timers Advance reads again.
-	advancing bool
-	touched   []int
-	// heads and at (key group -> index in heads) are Advance's, kept from
-	// one call to the next for their buffers.
-	heads []head
-	at    map[int]int
+	st    SortedMapState
+	sh    *timerShared
+	ukBuf []byte
 }
 
-// NewTimers registers d with s and returns its handle.
+// timerShared is what every handle of one timer state in one store shares
+// (see sharedTimers): the anchors, and what Advance knows of each owned key
+// group — the time of its earliest timer when known — so that an Advance
+// reads only the key groups that may hold a due timer. A key group's
+// earliest time is known only while it holds timers: the cache never says
+// "empty", so a Restore, which loads only into key groups without entries,
+// cannot leave it wrong. Registering through any handle lowers a known
+// earliest time; deleting the earliest timer forgets it.
+type timerShared struct {
+	start   int   // the first owned key group
+	anchors []Key // by key group - start
+	min     []int64
+	known   []bool
+	// advancing is set during an Advance; touched then lists the key
+	// groups in which a timer was registered or deleted, which Advance
+	// reads again.
+	advancing bool
+	touched   []int
+	heads     []head // Advance's, by key group - start, kept for their buffers
+	order     headOrder
+}
+
+// headOrder is a binary heap (container/heap) of the indexes of the heads
+// that hold due timers, ordered by their next timer.
+type headOrder struct {
+	heads []head
+	idx   []int
+}
+
+func (o *headOrder) Len() int { return len(o.idx) }
+func (o *headOrder) Less(a, b int) bool {
+	return bytes.Compare(o.heads[o.idx[a]].next(), o.heads[o.idx[b]].next()) < 0
+}
+func (o *headOrder) Swap(a, b int) { o.idx[a], o.idx[b] = o.idx[b], o.idx[a] }
+func (o *headOrder) Push(x any)   { o.idx = append(o.idx, x.(int)) }
+func (o *headOrder) Pop() any {
+	x := o.idx[len(o.idx)-1]
+	o.idx = o.idx[:len(o.idx)-1]
+	return x
+}
+
+// reset makes the heap of every head that holds due timers.
+func (o *headOrder) reset(heads []head, due func(int) bool) {
+	o.heads, o.idx = heads, o.idx[:0]
+	for i := range heads {
+		if due(i) {
+			o.idx = append(o.idx, i)
+		}
+	}
+	heap.Init(o)
+}
+
+// timerStates maps each bound timer State to its timerShared, weakly: an
+// entry goes when no handle uses it.
+var timerStates sync.Map // State -> weak.Pointer[timerShared]
+
+// sharedTimers returns the timerShared of st, making it if needed. A State
+// of a type that cannot be a map key (no backend of this module) gets a
+// handle of its own: its handles must then not be mixed.
+func sharedTimers(st State, maxP int, groups KeyGroupRange) *timerShared {
+	comparable := reflect.TypeOf(st).Comparable()
+	if comparable {
+		if wp, ok := timerStates.Load(st); ok {
+			if sh := wp.(weak.Pointer[timerShared]).Value(); sh != nil {
+				return sh
+			}
+		}
+	}
+	all := timerAnchors(maxP)
+	sh := &timerShared{start: groups.Start, min: make([]int64, groups.Len()), known: make([]bool, groups.Len())}
+	for kg := range groups.All() {
+		sh.anchors = append(sh.anchors, makeKey(HashKey(all[kg]), all[kg], nil, maxP))
+		sh.heads = append(sh.heads, head{})
+	}
+	if comparable {
+		wp := weak.Make(sh)
+		if prev, loaded := timerStates.LoadOrStore(st, wp); loaded {
+			if old := prev.(weak.Pointer[timerShared]).Value(); old != nil {
+				return old
+			}
+			timerStates.Store(st, wp)
+		}
+		goruntime.AddCleanup(sh, func(st State) { timerStates.CompareAndDelete(st, wp) }, st)
+	}
+	return sh
+}
+
+// NewTimers registers d with s and returns its handle. Every handle of the
+// same state in the same store sees the others' timers at once (they share
+// what Advance knows); a timer state is written through its handles only.
 func NewTimers[K, N any](s Store, d TimersDescriptor[K, N]) (Timers[K, N], error) {
 	spec := StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap}
 	if d.Namespace == nil {
@@ -80,11 +169,7 @@ func NewTimers[K, N any](s Store, d TimersDescriptor[K, N]) (Timers[K, N], error
 		return Timers[K, N]{}, wrongStateType(spec, st)
 	}
 	h.st = sm
-	all := timerAnchors(h.maxP)
-	h.anchors = make(map[int]Key, h.groups.Len())
-	for kg := range h.groups.All() {
-		h.anchors[kg] = makeKey(HashKey(all[kg]), all[kg], nil, h.maxP)
-	}
+	h.sh = sharedTimers(st, h.maxP, h.groups)
 	return Timers[K, N]{h}, nil
 }
 
@@ -112,38 +197,53 @@ func timerAnchors(maxP int) [][]byte {
 }
 
 // timerKey encodes (time, k, ns) as the user key of a timer, into h.ukBuf,
-// and returns the anchor of k's key group.
-func (h *timersHandle[K, N]) timerKey(time int64, k K, ns N) (Key, []byte, error) {
+// and returns the index of k's key group (key group - start).
+func (h *timersHandle[K, N]) timerKey(time int64, k K, ns N) (int, []byte, error) {
 	b := AppendInt64Key(h.ukBuf[:0], time)
 	kl := len(b)
 	b = h.kc.AppendKey(b, k)
-	kb := b[kl:]
-	kg := KeyGroupOfHash(HashKey(kb), h.maxP)
+	kg := KeyGroupOfHash(HashKey(b[kl:]), h.maxP)
 	b = h.nc.AppendKey(b, ns)
 	h.ukBuf = b
-	if h.advancing {
-		h.touched = append(h.touched, kg)
+	if !h.groups.Contains(kg) {
+		return 0, nil, h.errorf("timer", fmt.Errorf("%w: key group %d is not in the store's key groups %v", ErrKeyGroupNotOwned, kg, h.groups))
 	}
-	a, ok := h.anchors[kg]
-	if !ok {
-		return Key{}, nil, h.errorf("timer", fmt.Errorf("%w: key group %d is not in the store's key groups %v", ErrKeyGroupNotOwned, kg, h.groups))
+	return kg - h.sh.start, b, nil
+}
+
+// wrote records a write of a timer at time in key group index i: what
+// Advance knows of the group, and the group to read again if an Advance is
+// running.
+func (sh *timerShared) wrote(i int, time int64, registered bool) {
+	switch {
+	case !sh.known[i]:
+	case registered && time < sh.min[i]:
+		sh.min[i] = time
+	case !registered && time == sh.min[i]:
+		sh.known[i] = false
 	}
-	return a, b, nil
+	sh.heads[i].valid = false
+	if sh.advancing {
+		sh.touched = append(sh.touched, i)
+	}
 }
 
 // Register registers the timer (time, k, ns). Registering a timer that
-// exists already changes nothing: it fires once.
+// exists already changes nothing: it fires once. A timer at a time already
+// passed fires at the next Advance, as in Flink.
 func (t Timers[K, N]) Register(time int64, k K, ns N) error {
 	if t.h == nil {
 		return ErrUnbound
 	}
-	a, uk, err := t.h.timerKey(time, k, ns)
+	h := t.h
+	i, uk, err := h.timerKey(time, k, ns)
 	if err != nil {
 		return err
 	}
-	if err := t.h.st.Put(a, uk, []byte{}); err != nil {
-		return t.h.errorf("register timer", err)
+	if err := h.st.Put(h.sh.anchors[i], uk, []byte{}); err != nil {
+		return h.errorf("register timer", err)
 	}
+	h.sh.wrote(i, time, true)
 	return nil
 }
 
@@ -153,30 +253,33 @@ func (t Timers[K, N]) Delete(time int64, k K, ns N) error {
 	if t.h == nil {
 		return ErrUnbound
 	}
-	a, uk, err := t.h.timerKey(time, k, ns)
+	h := t.h
+	i, uk, err := h.timerKey(time, k, ns)
 	if err != nil {
 		return err
 	}
-	if err := t.h.st.Delete(a, uk); err != nil {
-		return t.h.errorf("delete timer", err)
+	if err := h.st.Delete(h.sh.anchors[i], uk); err != nil {
+		return h.errorf("delete timer", err)
 	}
+	h.sh.wrote(i, time, false)
 	return nil
 }
 
-// prefetch is how many due timers of a key group Advance reads at once.
+// prefetch is how many timers of a key group Advance reads at once.
 const prefetch = 64
 
-// head is the next due timers of a key group, as Advance sees them: read
-// prefetch at a time, in order, into one buffer.
+// head is the first timers of a key group, as Advance sees them: read
+// prefetch at a time, in order, into one buffer, and kept from one Advance
+// to the next until a timer of the group is registered or deleted.
 type head struct {
-	kg   int
-	q    [][]byte // the group's next due timers (user keys), in order
-	more bool     // the group may hold more due timers than q
-	buf  []byte   // backs q
-	ends []int    // scratch of refill
+	q     [][]byte // the group's first timers (user keys), in order
+	more  bool     // the group holds more timers than q
+	valid bool     // q and more are the group's as it is
+	buf   []byte   // backs q
+	ends  []int    // scratch of refill
 }
 
-// next returns the head's first timer, nil if the group has no due timer.
+// next returns the head's first timer, nil if it has none.
 func (hd *head) next() []byte {
 	if len(hd.q) == 0 {
 		return nil
@@ -184,135 +287,159 @@ func (hd *head) next() []byte {
 	return hd.q[0]
 }
 
-// refill reads the next n due timers (before hi) of hd's key group.
-func (h *timersHandle[K, N]) refill(hd *head, hi []byte, n int) error {
+// refill reads the first prefetch timers of key group index i into its
+// head, and records the group's earliest time.
+func (h *timersHandle[K, N]) refill(i int) error {
+	sh := h.sh
+	hd := &sh.heads[i]
 	hd.q, hd.buf, hd.ends = hd.q[:0], hd.buf[:0], hd.ends[:0]
-	err := h.st.Range(h.anchors[hd.kg], nil, hi, false, func(u, _ []byte) bool {
+	err := h.st.Range(sh.anchors[i], nil, nil, false, func(u, _ []byte) bool {
 		hd.buf = append(hd.buf, u...)
 		hd.ends = append(hd.ends, len(hd.buf))
-		return len(hd.ends) < n
+		return len(hd.ends) < prefetch
 	})
 	if err != nil {
-		return h.errorf(fmt.Sprintf("timers of key group %d", hd.kg), err)
+		hd.valid = false
+		return h.errorf(fmt.Sprintf("timers of key group %d", sh.start+i), err)
 	}
 	start := 0
 	for _, e := range hd.ends {
 		hd.q = append(hd.q, hd.buf[start:e:e])
 		start = e
 	}
-	hd.more = len(hd.ends) == n
+	hd.more, hd.valid = len(hd.ends) == prefetch, true
+	return h.learn(i, hd.next())
+}
+
+// learn records the earliest timer of key group index i: uk, or none
+// (unknown) if uk is nil.
+func (h *timersHandle[K, N]) learn(i int, uk []byte) error {
+	sh := h.sh
+	if uk == nil {
+		sh.known[i] = false
+		return nil
+	}
+	t, _, err := DecodeInt64Key(uk)
+	if err != nil {
+		return h.errorf("decode timer", err)
+	}
+	sh.min[i], sh.known[i] = t, true
 	return nil
 }
 
 // Advance fires every timer with a time <= to, in (time, key, namespace)
 // order across the key groups the store owns, each once: it deletes the
-// timer, then calls fn with it. fn may register and delete timers; those
-// it registers with a time <= to fire in the same Advance, in order. An
-// error of fn ends the Advance and is returned: the timer it was called
-// with is deleted already, as after any failure the job restores its last
-// checkpoint, where the timer is still registered.
+// timer, then calls fn with it. fn may register and delete timers (through
+// any handle of the state); those it registers with a time <= to fire in
+// the same Advance, in order. An error of fn ends the Advance and is
+// returned: the timer it was called with is deleted already, as after any
+// failure the job restores its last checkpoint, where the timer is still
+// registered.
 //
-// Advance reads the due timers of each key group prefetch at a time, and
-// again for a key group in which fn registered or deleted a timer through
-// this handle; once none is left it reads every key group once more, for
-// timers fn registered through another handle of the same state.
+// Advance reads only the key groups that may hold a due timer (those whose
+// earliest time is unknown or <= to) and whose first timers it does not
+// hold already, prefetch timers at a time, and again a key group in which
+// fn registered or deleted a timer.
 func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	if t.h == nil {
 		return ErrUnbound
 	}
 	h := t.h
+	sh := h.sh
 	if fn == nil {
 		return h.errorf("advance timers", fmt.Errorf("nil callback"))
+	}
+	if sh.advancing {
+		return h.errorf("advance timers", fmt.Errorf("Advance called from inside Advance"))
 	}
 	var hi []byte
 	if to < 1<<63-1 {
 		hi = AppendInt64Key(nil, to+1)
 	}
-	if h.advancing {
-		return h.errorf("advance timers", fmt.Errorf("Advance called from inside Advance"))
-	}
-	h.advancing = true
-	defer func() { h.advancing, h.touched = false, h.touched[:0] }()
-	if h.heads == nil {
-		h.at = make(map[int]int, len(h.anchors))
-		for kg := range h.groups.All() {
-			h.at[kg] = len(h.heads)
-			h.heads = append(h.heads, head{kg: kg})
+	sh.advancing = true
+	defer func() { sh.advancing, sh.touched = false, sh.touched[:0] }()
+	for i := range sh.heads {
+		hd := &sh.heads[i]
+		if hd.valid && len(hd.q) == 0 && !hd.more {
+			// An empty group may have been restored into since: read it.
+			hd.valid = false
 		}
-	}
-	heads, at := h.heads, h.at
-	for {
-		for i := range heads {
-			if err := h.refill(&heads[i], hi, prefetch); err != nil {
+		if !hd.valid && (!sh.known[i] || sh.min[i] <= to) {
+			if err := h.refill(i); err != nil {
 				return err
 			}
 		}
-		fired := false
-		for {
-			best := -1
-			for i := range heads {
-				if u := heads[i].next(); u != nil && (best < 0 || bytes.Compare(u, heads[best].next()) < 0) {
-					best = i
-				}
-			}
-			if best < 0 {
-				break
-			}
-			fired = true
-			hd := &heads[best]
-			uk := hd.q[0]
-			tm, err := h.decodeTimer(uk)
-			if err != nil {
-				return err
-			}
-			if err := h.st.Delete(h.anchors[hd.kg], uk); err != nil {
-				return h.errorf("fire timer", err)
-			}
-			hd.q = hd.q[1:]
-			h.touched = h.touched[:0]
-			if err := fn(tm); err != nil {
-				return err
-			}
-			if len(hd.q) == 0 && hd.more {
-				h.touched = append(h.touched, hd.kg)
-			}
-			for _, kg := range h.touched {
-				if err := h.refill(&heads[at[kg]], hi, prefetch); err != nil {
-					return err
-				}
-			}
+	}
+	due := func(i int) bool {
+		u := sh.heads[i].next()
+		return sh.heads[i].valid && u != nil && (hi == nil || bytes.Compare(u, hi) < 0)
+	}
+	o := &sh.order
+	o.reset(sh.heads, due)
+	for o.Len() > 0 {
+		best := o.idx[0]
+		hd := &sh.heads[best]
+		uk := hd.q[0]
+		tm, err := h.decodeTimer(uk)
+		if err != nil {
+			return err
 		}
-		if !fired {
-			return nil
+		if err := h.st.Delete(sh.anchors[best], uk); err != nil {
+			hd.valid = false
+			return h.errorf("fire timer", err)
+		}
+		hd.q = hd.q[1:]
+		sh.touched = sh.touched[:0]
+		if len(hd.q) == 0 && hd.more {
+			sh.touched = append(sh.touched, best)
+		} else if err := h.learn(best, hd.next()); err != nil {
+			return err
+		}
+		if err := fn(tm); err != nil {
+			return err
+		}
+		others := false
+		for _, i := range sh.touched {
+			if err := h.refill(i); err != nil {
+				return err
+			}
+			others = others || i != best
+		}
+		switch {
+		case others:
+			o.reset(sh.heads, due)
+		case !due(best):
+			heap.Pop(o)
+		default:
+			heap.Fix(o, 0)
 		}
 	}
+	return nil
 }
 
 // Next returns the time of the earliest timer, and false if there is none:
-// when a driver needs to call Advance next.
+// when a driver needs to call Advance next. It reads the key groups whose
+// earliest time is not known.
 func (t Timers[K, N]) Next() (time int64, ok bool, err error) {
 	if t.h == nil {
 		return 0, false, ErrUnbound
 	}
 	h := t.h
-	var best []byte
-	for kg := range h.groups.All() {
-		hd := head{kg: kg}
-		if err := h.refill(&hd, nil, 1); err != nil {
-			return 0, false, err
+	sh := h.sh
+	if sh.advancing {
+		return 0, false, h.errorf("next timer", fmt.Errorf("Next called from inside Advance"))
+	}
+	for i := range sh.heads {
+		if !sh.known[i] {
+			if err := h.refill(i); err != nil {
+				return 0, false, err
+			}
 		}
-		if uk := hd.next(); uk != nil && (best == nil || bytes.Compare(uk, best) < 0) {
-			best = uk
+		if sh.known[i] && (!ok || sh.min[i] < time) {
+			time, ok = sh.min[i], true
 		}
 	}
-	if best == nil {
-		return 0, false, nil
-	}
-	time, _, err = DecodeInt64Key(best)
-	if err != nil {
-		return 0, false, h.errorf("decode timer", err)
-	}
-	return time, true, nil
+	return time, ok, nil
 }
 
 // decodeTimer decodes the user key of a timer.

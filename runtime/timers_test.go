@@ -62,11 +62,15 @@ func advance(t *testing.T, ts runtime.Timers[string, int64], to int64) []timer {
 func TestTimersModel(t *testing.T) {
 	for name, newStore := range backendsFor(t) {
 		t.Run(name, func(t *testing.T) {
-			ts := newTimers(t, newStore(runtime.StoreConfig{MaxParallelism: 32}))
+			s := newStore(runtime.StoreConfig{MaxParallelism: 32})
+			// Two handles of the one state, used at random: each sees the
+			// other's timers at once.
+			handles := []runtime.Timers[string, int64]{newTimers(t, s), newTimers(t, s)}
 			rng := rand.New(rand.NewPCG(1, 2))
 			want := map[timer]bool{}
 			now := int64(0)
 			for step := range 3000 {
+				ts := handles[rng.IntN(2)]
 				tm := timer{Time: now + rng.Int64N(200) - 20, Key: fmt.Sprintf("k%d", rng.IntN(40)), Namespace: rng.Int64N(3) - 1}
 				switch r := rng.IntN(10); {
 				case r < 6:
@@ -118,22 +122,25 @@ func TestTimersModel(t *testing.T) {
 func TestTimersRegisteredWhileFiring(t *testing.T) {
 	for name, newStore := range backendsFor(t) {
 		t.Run(name, func(t *testing.T) {
-			ts := newTimers(t, newStore(runtime.StoreConfig{}))
+			s := newStore(runtime.StoreConfig{})
+			ts := newTimers(t, s)
 			check(t, ts.Register(10, "a", 0))
 			check(t, ts.Register(20, "b", 0))
 			var got []timer
+			other := newTimers(t, s)
 			check(t, ts.Advance(30, func(tm timer) error {
 				got = append(got, tm)
 				if tm.Key == "a" {
-					check(t, ts.Register(15, "c", 1)) // due, before b
-					check(t, ts.Register(25, "d", 0)) // due, after b
-					check(t, ts.Register(31, "e", 0)) // not due
-					check(t, ts.Delete(20, "b", 0))   // deleted before it fires
-					check(t, ts.Register(20, "b", 7)) // another namespace
+					check(t, other.Register(12, "g", 0)) // through another handle
+					check(t, ts.Register(15, "c", 1))    // due, before b
+					check(t, ts.Register(25, "d", 0))    // due, after b
+					check(t, ts.Register(31, "e", 0))    // not due
+					check(t, ts.Delete(20, "b", 0))      // deleted before it fires
+					check(t, ts.Register(20, "b", 7))    // another namespace
 				}
 				return nil
 			}))
-			want := []timer{{10, "a", 0}, {15, "c", 1}, {20, "b", 7}, {25, "d", 0}}
+			want := []timer{{10, "a", 0}, {12, "g", 0}, {15, "c", 1}, {20, "b", 7}, {25, "d", 0}}
 			if !slices.Equal(got, want) {
 				t.Errorf("fired %v, want %v", got, want)
 			}
