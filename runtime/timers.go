@@ -98,7 +98,7 @@ func (o *headOrder) Less(a, b int) bool {
 	return bytes.Compare(o.heads[o.idx[a]].next(), o.heads[o.idx[b]].next()) < 0
 }
 func (o *headOrder) Swap(a, b int) { o.idx[a], o.idx[b] = o.idx[b], o.idx[a] }
-func (o *headOrder) Push(x any)   { o.idx = append(o.idx, x.(int)) }
+func (o *headOrder) Push(x any)    { o.idx = append(o.idx, x.(int)) }
 func (o *headOrder) Pop() any {
 	x := o.idx[len(o.idx)-1]
 	o.idx = o.idx[:len(o.idx)-1]
