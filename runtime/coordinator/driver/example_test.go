@@ -81,7 +81,7 @@ func ExampleCoordinator_Join() {
 				log.Print(err) // declined; the next checkpoint will do
 			}
 		case n := <-inst.Notifications():
-			if n.Completed() {
+			if n.Completed() && !n.Savepoint {
 				// Commit the source's offset (binary.Uvarint(n.OperatorState))
 				// to Kafka here.
 				done = true

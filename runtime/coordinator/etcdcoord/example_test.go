@@ -99,7 +99,7 @@ func Example_worker() {
 				log.Print(err)
 			}
 		case n := <-inst.Notifications():
-			if n.Completed() {
+			if n.Completed() && !n.Savepoint {
 				_ = n.OperatorState // commit the source positions up to it
 			}
 			// case r := <-input: process r with store ...

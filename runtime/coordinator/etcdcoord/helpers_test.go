@@ -312,11 +312,14 @@ func (w *worker) note(id coordinator.CheckpointID) (driver.Notification, bool) {
 	return driver.Notification{}, false
 }
 
-// completed returns the ids the worker was notified complete, ascending.
+// completed returns the ids of the checkpoints (not savepoints) the worker
+// was notified complete, ascending.
 func (w *worker) completed() []coordinator.CheckpointID {
 	var ids []coordinator.CheckpointID
 	for _, n := range w.notifications() {
-		if n.Completed() {
+		// A savepoint is notified too, but lives at its own location, not
+		// among the checkpoints.
+		if n.Completed() && !n.Savepoint {
 			ids = append(ids, n.ID)
 		}
 	}
