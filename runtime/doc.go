@@ -75,4 +75,15 @@
 // Edit (and SortedMap's EditRange and EditBefore) is the iteration that may
 // delete or replace the entries it visits, as Flink's iterator.remove and
 // entry.setValue do.
+//
+// # What windows need
+//
+// Every handle lists its keys, per owned key group (KeysIn) or all of them
+// (AllKeys), on the live store: Flink's getKeys. The sub-keyed handles
+// merge namespaces (Merge: a Value's with a merge function, a List's by
+// appending, a Map's by moving entries), what session windows do when an
+// event bridges two sessions. Timers (runtime.Timers) are keyed state too:
+// each a (time, key, namespace), stored by the backend in the key group of
+// its key, checkpointed and rescaled with it, fired in order by Advance
+// (see timers.go for how they are laid out and read).
 package runtime
