@@ -55,8 +55,10 @@ func (h *handle[K, N]) clearSources(st State, srcs []Key) error {
 // target and deletes them: the target's value becomes merge(merge(t, s1),
 // s2)... over the sources that have a value, in the order given, starting
 // from the target's value, or from the first source's if the target has
-// none. If no source has a value, nothing changes. See the package's notes
-// on merging for errors and repeated namespaces.
+// none. If no source has a value, nothing changes. The target among the
+// sources, and a source listed twice, count once. Merge reads everything
+// before it writes: a failed read changes nothing; a failed write after
+// the target's leaves some sources in place, and is returned.
 func (v SubKeyedValue[K, N, V]) Merge(k K, target N, sources []N, merge func(acc, v V) V) error {
 	if v.h == nil {
 		return ErrUnbound
@@ -115,8 +117,8 @@ func (h *valueHandle[K, N, V]) getKey(key Key, dst *V) (bool, error) {
 
 // Merge appends the elements of the lists of the source namespaces of k,
 // in the order given, to the list of namespace target, and deletes them.
-// Elements are moved as bytes, never decoded. See the package's notes on
-// merging for errors and repeated namespaces.
+// Elements are moved as bytes, never decoded. Repeated namespaces and
+// errors are as for SubKeyedValue.Merge.
 func (l SubKeyedList[K, N, V]) Merge(k K, target N, sources []N) error {
 	if l.h == nil {
 		return ErrUnbound
@@ -145,8 +147,8 @@ func (l SubKeyedList[K, N, V]) Merge(k K, target N, sources []N) error {
 // order given, into the map of namespace target, and deletes them. A user
 // key already in the target (or in an earlier source) gets merge(uk, old,
 // new); with a nil merge the later value replaces the earlier. Entries
-// without a conflict are moved as bytes. See the package's notes on merging
-// for errors and repeated namespaces.
+// without a conflict are moved as bytes. Repeated namespaces and errors are
+// as for SubKeyedValue.Merge.
 func (m SubKeyedMap[K, N, UK, V]) Merge(k K, target N, sources []N, merge func(uk UK, old, v V) V) error {
 	if m.h == nil {
 		return ErrUnbound
