@@ -461,8 +461,8 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		flaw   flaw
 		checks []string // each must fail
 	}{
-		{"DropEvery50thPut", dropEvery50thPut, []string{"Random/MaxP128", "Random/MaxP8Partial", "Rescale/2to3"}},
-		{"SortedMapDescending", sortedDescending, []string{"Contract/SortedMap", "Contract/SortedMapRange", "Random/MaxP1"}},
+		{"DropEvery50thPut", dropEvery50thPut, []string{"Random/MaxP128", "Random/MaxP8Partial", "Rescale/2to3", "Timers/Rescale1to3"}},
+		{"SortedMapDescending", sortedDescending, []string{"Contract/SortedMap", "Contract/SortedMapRange", "Random/MaxP1", "Timers/Rescale3to2"}},
 		{"EmptyReplaceKeepsList", emptyReplaceKeepsList, []string{"Contract/List", "Random/MaxP128"}},
 		{"AliasesCallerValues", aliasesValues, []string{"Contract/CopiesInputs", "Random/MaxP128"}},
 		{"StaleSnapshot", staleSnapshot, []string{"Contract/Snapshot", "Random/MaxP128", "SnapshotsWhileWriting/Overlap"}},

@@ -139,6 +139,7 @@ func suiteGroups() []group {
 		{"SnapshotsWhileWriting", []check{{"Overlap", checkSnapshotsWhileWriting}, {"ConcurrentScans", checkConcurrentScans}}},
 		{"Restore", []check{{"Fresh", checkRestoreFresh}}},
 		{"Rescale", rescaleChecks()},
+		{"Timers", timersChecks()},
 	}
 }
 
