@@ -211,3 +211,58 @@ func TestTimersRescale(t *testing.T) {
 		check(t, snap.Release())
 	}
 }
+
+// TestTimersBadInput: a timer registered for a time already passed fires
+// at the next Advance (as in Flink); timers restored into a store of
+// another maxParallelism are refused (their key groups would be wrong),
+// and the store's own timers stay; a key whose key group the store does
+// not own is refused naming the key group; Advance from inside Advance is
+// refused.
+func TestTimersBadInput(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(runtime.StoreConfig{MaxParallelism: 64, KeyGroups: runtime.KeyGroupRange{Start: 0, End: 32}})
+			ts := newTimers(t, s)
+			var owned, other string
+			for i := 0; owned == "" || other == ""; i++ {
+				k := fmt.Sprint("key-", i)
+				key := runtime.MakeKey(runtime.StringCodec{}.AppendKey(nil, k), nil, 64)
+				if key.Group() < 32 {
+					owned = k
+				} else {
+					other = k
+				}
+			}
+			if got := advance(t, ts, 100); len(got) != 0 {
+				t.Fatalf("Advance of an empty state fired %v", got)
+			}
+			check(t, ts.Register(50, owned, 0)) // in the past
+			if got := advance(t, ts, 100); !slices.Equal(got, []timer{{50, owned, 0}}) {
+				t.Errorf("a timer registered in the past: Advance fired %v", got)
+			}
+			if err := ts.Register(200, other, 0); !errors.Is(err, runtime.ErrKeyGroupNotOwned) {
+				t.Errorf("Register of a key of an unowned key group: %v, want ErrKeyGroupNotOwned", err)
+			}
+			check(t, ts.Register(300, owned, 0))
+			err := ts.Advance(400, func(timer) error {
+				return ts.Advance(500, func(timer) error { return nil })
+			})
+			if err == nil {
+				t.Error("Advance from inside Advance succeeded")
+			}
+			check(t, ts.Register(300, owned, 0)) // the failed Advance deleted it
+			src := newStore(runtime.StoreConfig{MaxParallelism: 32})
+			st := newTimers(t, src)
+			check(t, st.Register(1, owned, 0))
+			snap, err := src.Snapshot()
+			check(t, err)
+			defer snap.Release()
+			if err := s.Restore(snap); !errors.Is(err, runtime.ErrMaxParallelismMismatch) {
+				t.Errorf("restoring timers of maxParallelism 32 into 64: %v, want ErrMaxParallelismMismatch", err)
+			}
+			if got := advance(t, ts, 1000); !slices.Equal(got, []timer{{300, owned, 0}}) {
+				t.Errorf("after the refused Restore, Advance fired %v", got)
+			}
+		})
+	}
+}
