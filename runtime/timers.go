@@ -231,25 +231,14 @@ func (sh *timerShared) wrote(i int, time int64, registered bool) {
 // Register registers the timer (time, k, ns). Registering a timer that
 // exists already changes nothing: it fires once. A timer at a time already
 // passed fires at the next Advance, as in Flink.
-func (t Timers[K, N]) Register(time int64, k K, ns N) error {
-	if t.h == nil {
-		return ErrUnbound
-	}
-	h := t.h
-	i, uk, err := h.timerKey(time, k, ns)
-	if err != nil {
-		return err
-	}
-	if err := h.st.Put(h.sh.anchors[i], uk, []byte{}); err != nil {
-		return h.errorf("register timer", err)
-	}
-	h.sh.wrote(i, time, true)
-	return nil
-}
+func (t Timers[K, N]) Register(time int64, k K, ns N) error { return t.write(time, k, ns, true) }
 
 // Delete deletes the timer (time, k, ns); deleting an absent timer is not
 // an error.
-func (t Timers[K, N]) Delete(time int64, k K, ns N) error {
+func (t Timers[K, N]) Delete(time int64, k K, ns N) error { return t.write(time, k, ns, false) }
+
+// write registers or deletes the timer (time, k, ns).
+func (t Timers[K, N]) write(time int64, k K, ns N, register bool) error {
 	if t.h == nil {
 		return ErrUnbound
 	}
@@ -258,10 +247,16 @@ func (t Timers[K, N]) Delete(time int64, k K, ns N) error {
 	if err != nil {
 		return err
 	}
-	if err := h.st.Delete(h.sh.anchors[i], uk); err != nil {
-		return h.errorf("delete timer", err)
+	op := "register timer"
+	if register {
+		err = h.st.Put(h.sh.anchors[i], uk, []byte{})
+	} else {
+		op, err = "delete timer", h.st.Delete(h.sh.anchors[i], uk)
 	}
-	h.sh.wrote(i, time, false)
+	if err != nil {
+		return h.errorf(op, err)
+	}
+	h.sh.wrote(i, time, register)
 	return nil
 }
 

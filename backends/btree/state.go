@@ -147,14 +147,8 @@ func (st *state) Clear(k runtime.Key) error {
 // keys' order); after each, the walk seeks past the key's other items.
 func (st *state) Keys(kg int, fn func(key []byte) bool) error {
 	s := st.s
-	if s.closed {
-		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
-	}
-	if err := storekit.CheckGroup(&s.cfg, st.spec.Name, kg); err != nil {
+	if err := storekit.CheckKeys(&s.cfg, st.spec.Name, s.closed, kg, fn); err != nil {
 		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("btree: state %q: Keys with a nil callback", st.spec.Name)
 	}
 	t := st.trees[st.index(kg)]
 	if t == nil {

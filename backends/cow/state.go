@@ -141,10 +141,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 // one per key, whatever its number of namespaces.
 func (st *state) Keys(kg int, fn func(key []byte) bool) error {
 	s := st.s
-	if s.closed {
-		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
-	}
-	if err := storekit.CheckGroup(&s.cfg, st.spec.Name, kg); err != nil {
+	if err := storekit.CheckKeys(&s.cfg, st.spec.Name, s.closed, kg, fn); err != nil {
 		return err
 	}
 	t := st.tabs[kg-s.cfg.KeyGroups.Start]

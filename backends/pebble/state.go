@@ -238,14 +238,8 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) (err error) 
 // entries.
 func (st *state) Keys(kg int, fn func(key []byte) bool) (err error) {
 	s := st.s
-	if s.closed {
-		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
-	}
-	if err := storekit.CheckGroup(&s.cfg, st.spec.Name, kg); err != nil {
+	if err := storekit.CheckKeys(&s.cfg, st.spec.Name, s.closed, kg, fn); err != nil {
 		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("pebble: state %q: Keys with a nil callback", st.spec.Name)
 	}
 	buf := appendStatePrefix(s.takeBuf(), kg, st.id)
 	pl := len(buf)

@@ -202,6 +202,22 @@ func CheckGroup(cfg *runtime.StoreConfig, state string, kg int) error {
 	return nil
 }
 
+// CheckKeys runs the checks every Store makes before a State.Keys of key
+// group kg of state name: the store is open (runtime.ErrClosed), kg is
+// valid and owned (CheckGroup), and fn is not nil.
+func CheckKeys(cfg *runtime.StoreConfig, name string, closed bool, kg int, fn func(key []byte) bool) error {
+	if closed {
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, name)
+	}
+	if err := CheckGroup(cfg, name, kg); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("state %q: Keys with a nil callback", name)
+	}
+	return nil
+}
+
 // CheckKey runs the checks every Store makes of a Key before an operation
 // on state spec, in a store configured by cfg: k was built for cfg's
 // maxParallelism (the zero Key was built for none) and otherwise

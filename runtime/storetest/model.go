@@ -311,10 +311,7 @@ func (s *stateCore) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 func (s *stateCore) Keys(kg int, fn func(key []byte) bool) error {
 	m := s.m
 	m.enter()
-	if m.closed {
-		return fmt.Errorf("%w: state %q", runtime.ErrClosed, s.spec.Name)
-	}
-	if err := storekit.CheckGroup(&m.cfg, s.spec.Name, kg); err != nil {
+	if err := storekit.CheckKeys(&m.cfg, s.spec.Name, m.closed, kg, fn); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
