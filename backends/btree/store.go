@@ -81,7 +81,8 @@ func newStore(opts Options, l layout) (*Store, error) {
 // Config implements runtime.Store.
 func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 
-// LiveSnapshots returns the number of snapshots taken and not yet released.
+// LiveSnapshots returns the number of snapshots taken and not yet freed:
+// not released, or released while a Scan of theirs still runs.
 // A count that only grows is a leaked snapshot, which keeps every node and
 // item of the trees it copied in memory, however much the live trees have
 // changed since (see also Options.OnLeakedSnapshot). It may be called from

@@ -54,7 +54,8 @@ func New(opts Options) (*Store, error) {
 // Config implements runtime.Store.
 func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 
-// LiveSnapshots returns the number of snapshots taken and not yet released.
+// LiveSnapshots returns the number of snapshots taken and not yet freed:
+// not released, or released while a Scan of theirs still runs.
 // While it is above zero, writes copy what those snapshots can see; a count
 // that only grows is a leaked snapshot (see also Options.OnLeakedSnapshot).
 // It may be called from any goroutine.

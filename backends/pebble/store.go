@@ -284,7 +284,8 @@ func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 // Dir returns the working directory.
 func (s *Store) Dir() string { return s.h.dir }
 
-// LiveSnapshots returns the number of snapshots taken and not yet released.
+// LiveSnapshots returns the number of snapshots taken and not yet freed:
+// not released, or released while a Scan of theirs still runs.
 // A count that only grows is a leaked snapshot: each pins the versions of
 // the entries it can see, which Pebble then cannot compact away (see also
 // Options.OnLeakedSnapshot). It may be called from any goroutine.
