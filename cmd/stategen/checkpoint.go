@@ -317,13 +317,15 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
+// formatSize formats a size for a column: one field, such as "390.3KiB",
+// so that a script splitting lines on white space finds every column.
 func formatSize(n int64) string {
 	switch {
 	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
 	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
 	default:
-		return fmt.Sprintf("%d B", n)
+		return fmt.Sprintf("%dB", n)
 	}
 }

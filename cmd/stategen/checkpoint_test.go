@@ -81,6 +81,15 @@ func TestCheckpointLsListsTheExampleCheckpoints(t *testing.T) {
 			t.Errorf("ls output lacks %q:\n%s", want, out)
 		}
 	}
+	// Every column is one field: a row splits on white space into as many
+	// fields as the header (STATES, the last, lists names with commas).
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	header := len(strings.Fields(lines[0]))
+	for _, l := range lines[1:] {
+		if n := len(strings.Fields(l)); n != header {
+			t.Errorf("ls row %q has %d fields, the header %d", l, n, header)
+		}
+	}
 }
 
 func TestCheckpointInspectShowsStatesRangesAndFiles(t *testing.T) {
