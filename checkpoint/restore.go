@@ -621,9 +621,8 @@ func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, file File) erro
 		crc = crc32.Update(crc, castagnoli, buf[:n])
 		off += int64(n)
 	}
-	if crc != file.CRC32C {
-		return corruptAt(path, 0, "file checksum mismatch (metadata %08x, computed %08x)", file.CRC32C, crc)
-	}
+	// A damaged byte fails the whole-file checksum; the checksums of the
+	// blocks then say where it is, so they are checked first.
 	var entries int64
 	count := func(runtime.Entry) error { return nil }
 	for kg := range f.kgs.All() {
@@ -634,6 +633,9 @@ func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, file File) erro
 			}
 			entries += n
 		}
+	}
+	if crc != file.CRC32C {
+		return corruptAt(path, -1, "file checksum mismatch (metadata %08x, computed %08x), though every header, index and block checksum holds: the file is not the one the checkpoint wrote", file.CRC32C, crc)
 	}
 	if entries != file.Entries {
 		return corruptAt(path, -1, "the file holds %d entries, the metadata says %d", entries, file.Entries)

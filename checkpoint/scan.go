@@ -71,8 +71,8 @@ func (r *sectionReader) next(buf []byte) ([]byte, []byte, int64, error) {
 	}
 	payload := buf[:n]
 	if want := blockCRC(r.hdr[0:4], payload); stored != want {
-		return buf, nil, 0, corruptAt(r.f.path, r.pos, "block checksum mismatch (stored %08x, computed %08x; state %q, key group %d)",
-			stored, want, r.name, r.kg)
+		return buf, nil, 0, corruptAt(r.f.path, r.pos, "block of bytes [%d, %d): checksum mismatch (stored %08x, computed %08x; state %q, key group %d)",
+			r.pos, next, stored, want, r.name, r.kg)
 	}
 	copy(r.hdr[:], buf[n:])
 	r.pos = next

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +191,16 @@ func TestCheckpointVerifyPassesThenNamesTheCorruptFile(t *testing.T) {
 	}
 	if !strings.Contains(errs, "clickstream-1.sgc") || !strings.Contains(errs, "FAULT") {
 		t.Fatalf("the error does not name the file: %s", errs)
+	}
+	// It names the block, whose byte range holds the damaged byte.
+	m := regexp.MustCompile(`block of bytes \[(\d+), (\d+)\): checksum mismatch`).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("the error does not name the block: %s", errs)
+	}
+	lo, _ := strconv.Atoi(m[1])
+	hi, _ := strconv.Atoi(m[2])
+	if at := len(data) / 2; at < lo || at >= hi {
+		t.Errorf("the damaged byte %d is outside the block [%d, %d) named: %s", at, lo, hi, errs)
 	}
 }
 
