@@ -31,6 +31,8 @@ Commands:
   dump DIR/ID -state NAME [-operator OP]
                                 write a state's entries as JSON lines, keys and values in hex
 
+ls, inspect and verify take -json: one JSON document on stdout, stable field names,
+sizes in bytes (schema: go doc github.com/stategen/stategen/cmd/stategen).
 ID is a checkpoint's name (chk-00000000000000000042) or its id (42).
 A program with the job's generated codecs can decode entries itself: see package
 github.com/stategen/stategen/checkpoint/inspect.
@@ -118,7 +120,10 @@ func fail(stderr io.Writer, name string, err error) int {
 
 // checkpointLs lists the committed checkpoints of a directory.
 func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	dir, status, ok := commandFlags("ls", "DIR", args, stderr, nil)
+	var asJSON bool
+	dir, status, ok := commandFlags("ls", "DIR", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "one JSON document on stdout (schema: go doc github.com/stategen/stategen/cmd/stategen)")
+	})
 	if !ok {
 		return status
 	}
@@ -134,6 +139,21 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	names, err := checkpoint.List(ctx, s)
 	if err != nil {
 		return fail(stderr, "ls", err)
+	}
+	if asJSON {
+		doc := jsonLs{Dir: dir, Checkpoints: []jsonCheckpoint{}}
+		status = exitOK
+		for _, name := range names {
+			m, err := checkpoint.ReadMetadata(ctx, s, name)
+			if err != nil {
+				status = exitError
+			}
+			doc.Checkpoints = append(doc.Checkpoints, lsEntry(name, m, err))
+		}
+		if err := writeJSON(stdout, doc); err != nil {
+			return fail(stderr, "ls", err)
+		}
+		return status
 	}
 	if len(names) == 0 {
 		fmt.Fprintf(stderr, "stategen checkpoint ls: no committed checkpoint in %s\n", dir)
@@ -186,13 +206,22 @@ func openCheckpoint(ctx context.Context, path string) (*inspect.Checkpoint, erro
 
 // checkpointInspect prints a checkpoint's metadata.
 func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	path, status, ok := commandFlags("inspect", "DIR/ID", args, stderr, nil)
+	var asJSON bool
+	path, status, ok := commandFlags("inspect", "DIR/ID", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "one JSON document on stdout (schema: go doc github.com/stategen/stategen/cmd/stategen)")
+	})
 	if !ok {
 		return status
 	}
 	c, err := openCheckpoint(ctx, path)
 	if err != nil {
 		return fail(stderr, "inspect", err)
+	}
+	if asJSON {
+		if err := writeJSON(stdout, inspectDoc(c)); err != nil {
+			return fail(stderr, "inspect", err)
+		}
+		return exitOK
 	}
 	m := c.Metadata()
 	fmt.Fprintf(stdout, "checkpoint %s\n", c.Name())
@@ -239,9 +268,10 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 
 // checkpointVerify checks every byte of a checkpoint.
 func checkpointVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var quiet bool
+	var quiet, asJSON bool
 	path, status, ok := commandFlags("verify", "DIR/ID", args, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&quiet, "q", false, "no progress lines")
+		fs.BoolVar(&asJSON, "json", false, "one JSON document on stdout, the fault included (schema: go doc github.com/stategen/stategen/cmd/stategen)")
 	})
 	if !ok {
 		return status
@@ -257,6 +287,16 @@ func checkpointVerify(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 	}
 	start := time.Now()
+	if asJSON {
+		verr := c.Verify(ctx, progress)
+		if err := writeJSON(stdout, verifyDoc(c, time.Since(start), verr)); err != nil {
+			return fail(stderr, "verify", err)
+		}
+		if verr != nil {
+			return exitError
+		}
+		return exitOK
+	}
 	if err := c.Verify(ctx, progress); err != nil {
 		fmt.Fprintf(stderr, "stategen checkpoint verify: %s: FAULT: %v\n", c.Name(), err)
 		return exitError

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,5 +223,164 @@ func TestCheckpointUsageErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
+	}
+}
+
+// jsonPaths returns the set of field paths of a JSON document: "a.b",
+// "a[].c" for the fields of array elements.
+func jsonPaths(t *testing.T, doc string) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, doc)
+	}
+	set := map[string]bool{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				set[p] = true
+				if k != "properties" { // the checkpoint's own keys
+					walk(p, e)
+				}
+			}
+		case []any:
+			for _, e := range x {
+				walk(prefix+"[]", e)
+			}
+		}
+	}
+	walk("", v)
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The golden field paths of the -json documents: renaming or removing one
+// breaks scripts, so it must break this test first.
+var (
+	goldenLsFields = []string{
+		"checkpoints", "checkpoints[].id", "checkpoints[].name", "checkpoints[].operators",
+		"checkpoints[].operators[].id", "checkpoints[].operators[].parallelism", "checkpoints[].size_bytes",
+		"checkpoints[].states", "checkpoints[].time", "checkpoints[].type", "dir",
+	}
+	goldenInspectFields = []string{
+		"data_files", "format_version", "id", "name", "operators", "operators[].id",
+		"operators[].instances", "operators[].instances[].file", "operators[].instances[].file.crc32c",
+		"operators[].instances[].file.entries", "operators[].instances[].file.name",
+		"operators[].instances[].file.size_bytes", "operators[].instances[].file.tag",
+		"operators[].instances[].index", "operators[].instances[].key_groups",
+		"operators[].instances[].key_groups.end", "operators[].instances[].key_groups.start",
+		"operators[].instances[].operator_state_bytes", "operators[].key_groups", "operators[].key_groups.end",
+		"operators[].key_groups.start", "operators[].max_parallelism", "operators[].parallelism",
+		"operators[].states", "operators[].states[].fingerprint", "operators[].states[].kind",
+		"operators[].states[].name", "operators[].states[].schema", "operators[].states[].sub_keyed",
+		"properties", "size_bytes", "time",
+	}
+	goldenVerifyFields      = []string{"data_files", "fault", "name", "ok", "seconds", "size_bytes"}
+	goldenVerifyFaultFields = []string{"data_files", "fault", "fault.field", "fault.message", "fault.offset", "fault.path", "fault.reason", "name", "ok", "seconds", "size_bytes"}
+)
+
+// TestCheckpointJSON: ls, inspect and verify -json write one document each
+// with the golden field names; their numbers agree with each other and with
+// the metadata; a damaged checkpoint's verify document names the block.
+func TestCheckpointJSON(t *testing.T) {
+	dir, latest := exampleCheckpoints(t)
+	code, out, errs := runCmd("checkpoint", "ls", "-json", dir)
+	if code != exitOK {
+		t.Fatalf("ls -json: exit %d: %s", code, errs)
+	}
+	if got := jsonPaths(t, out); !slices.Equal(got, goldenLsFields) {
+		t.Errorf("ls -json fields:\n%q\nwant\n%q", got, goldenLsFields)
+	}
+	var ls jsonLs
+	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+		t.Fatal(err)
+	}
+	var entry *jsonCheckpoint
+	for i := range ls.Checkpoints {
+		if ls.Checkpoints[i].Name == latest {
+			entry = &ls.Checkpoints[i]
+		}
+	}
+	if entry == nil || entry.Type != "checkpoint" || entry.Time == nil || entry.SizeBytes <= 0 || len(entry.States) == 0 {
+		t.Fatalf("ls -json lacks a sound entry for %s: %+v", latest, entry)
+	}
+
+	code, out, errs = runCmd("checkpoint", "inspect", "-json", filepath.Join(dir, latest))
+	if code != exitOK {
+		t.Fatalf("inspect -json: exit %d: %s", code, errs)
+	}
+	if got := jsonPaths(t, out); !slices.Equal(got, goldenInspectFields) {
+		t.Errorf("inspect -json fields:\n%q\nwant\n%q", got, goldenInspectFields)
+	}
+	var in jsonInspect
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, op := range in.Operators {
+		for _, i := range op.Instances {
+			sum += i.File.SizeBytes
+			if len(i.File.CRC32C) != 8 || len(i.File.Tag) != 8 {
+				t.Errorf("instance %d: crc32c %q, tag %q, want eight hex digits", i.Index, i.File.CRC32C, i.File.Tag)
+			}
+		}
+	}
+	if in.ID != entry.ID || in.SizeBytes != entry.SizeBytes || sum != in.SizeBytes {
+		t.Errorf("inspect -json: id %d, size %d (files sum to %d); ls says id %d, size %d", in.ID, in.SizeBytes, sum, entry.ID, entry.SizeBytes)
+	}
+
+	code, out, errs = runCmd("checkpoint", "verify", "-json", "-q", filepath.Join(dir, latest))
+	if code != exitOK {
+		t.Fatalf("verify -json: exit %d: %s", code, errs)
+	}
+	if got := jsonPaths(t, out); !slices.Equal(got, goldenVerifyFields) {
+		t.Errorf("verify -json fields:\n%q\nwant\n%q", got, goldenVerifyFields)
+	}
+	var v jsonVerify
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK || v.Fault != nil || v.SizeBytes != in.SizeBytes || v.DataFiles != in.DataFiles {
+		t.Errorf("verify -json of an intact checkpoint: %+v", v)
+	}
+
+	// One byte damaged in the middle of a data file.
+	bad := filepath.Join(t.TempDir(), latest)
+	if err := os.CopyFS(bad, os.DirFS(filepath.Join(dir, latest))); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(bad, in.Operators[0].Instances[0].File.Name)
+	data, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(victim, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCmd("checkpoint", "verify", "-json", "-q", bad)
+	if code != exitError {
+		t.Fatalf("verify -json of a damaged checkpoint: exit %d, want 1", code)
+	}
+	if got := jsonPaths(t, out); !slices.Equal(got, goldenVerifyFaultFields) {
+		t.Errorf("verify -json fault fields:\n%q\nwant\n%q", got, goldenVerifyFaultFields)
+	}
+	v = jsonVerify{}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.OK || v.Fault == nil || !strings.HasSuffix(v.Fault.Path, in.Operators[0].Instances[0].File.Name) ||
+		v.Fault.Offset < 0 || v.Fault.Offset > int64(len(data)/2) || !strings.Contains(v.Fault.Reason, "block of bytes") {
+		t.Errorf("verify -json of a damaged checkpoint: %+v", v.Fault)
 	}
 }

@@ -54,6 +54,32 @@
 // -state NAME writes a state's entries as JSON lines. Run "stategen
 // checkpoint" for details.
 //
+// # JSON output
+//
+// stategen checkpoint ls, inspect and verify -json write one JSON
+// document on stdout, with stable field names in snake case, sizes in
+// bytes, times in RFC 3339 (UTC, null when unknown) and checksums and tags
+// as eight hex digits. Fields are only ever added. The schema:
+//
+//	ls:      {"dir", "checkpoints": [{"id", "name", "type", "time",
+//	          "size_bytes", "operators": [{"id", "parallelism"}],
+//	          "states": [name], "error"}]}
+//	inspect: {"name", "id", "time", "format_version", "size_bytes",
+//	          "data_files", "properties": {k: v}, "operators": [{"id",
+//	          "max_parallelism", "key_groups": {"start", "end"},
+//	          "parallelism", "states": [{"name", "kind", "sub_keyed",
+//	          "fingerprint", "schema"}], "instances": [{"index",
+//	          "key_groups", "file": {"name", "size_bytes", "crc32c", "tag",
+//	          "entries"}, "operator_state_bytes"}]}]}
+//	verify:  {"name", "ok", "data_files", "size_bytes", "seconds",
+//	          "fault": null | {"message", "path", "offset", "field",
+//	          "reason"}}
+//
+// "error" (ls) is present only for a checkpoint whose metadata cannot be
+// read; "type" is "checkpoint" unless the metadata says otherwise
+// ("savepoint"); "tag" is "" for format version 1; "offset" is -1 when the
+// fault has no byte offset.
+//
 // stategen runs as a tool of the module (Go 1.24 and later), added once
 // with go get -tool github.com/stategen/stategen/cmd/stategen: the tool
 // directive pins its version and keeps its dependencies in go.mod and
