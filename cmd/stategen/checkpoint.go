@@ -16,6 +16,7 @@ import (
 
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/checkpoint/inspect"
+	"github.com/stategen/stategen/runtime"
 )
 
 const checkpointUsage = `usage: stategen checkpoint <command> [arguments]
@@ -160,12 +161,12 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tTIME\tSIZE\tPARALLELISM\tSTATES")
+	fmt.Fprintln(tw, "ID\tNAME\tTYPE\tTIME\tSIZE\tPARALLELISM\tSTATES")
 	status = exitOK
 	for _, name := range names {
 		m, err := checkpoint.ReadMetadata(ctx, s, name)
 		if err != nil {
-			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\terror: %v\n", name, err)
+			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\t-\terror: %v\n", name, err)
 			status = exitError
 			continue
 		}
@@ -182,11 +183,11 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		slices.Sort(states)
 		states = slices.Compact(states)
-		kind := ""
-		if t := m.Properties["type"]; t != "" && t != "checkpoint" {
-			kind = " (" + t + ")"
+		kind := "checkpoint"
+		if t := m.Properties["type"]; t != "" {
+			kind = t
 		}
-		fmt.Fprintf(tw, "%d\t%s%s\t%s\t%s\t%s\t%s\n", m.CheckpointID, name, kind,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.CheckpointID, name, kind,
 			formatTime(m.Timestamp), formatSize(inspect.DataSize(m)), strings.Join(par, ","), strings.Join(states, ","))
 	}
 	tw.Flush()
@@ -252,13 +253,13 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 			fmt.Fprintf(stdout, "  %s: %s\n", s.Name, sch)
 		}
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  INSTANCE\tKEY GROUPS\tFILE\tSIZE\tCRC32C\tTAG\tENTRIES\tOPERATOR STATE")
+		fmt.Fprintln(tw, "  INSTANCE\tKEY-GROUPS\tFILE\tSIZE\tCRC32C\tTAG\tENTRIES\tOPERATOR-STATE")
 		for i, in := range op.Instances {
 			tag := "-" // format version 1: no tag
 			if m.FormatVersion >= 2 {
 				tag = fmt.Sprintf("%08x", in.File.Tag)
 			}
-			fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%08x\t%s\t%d\t%d bytes\n", i, in.KeyGroups, in.File.Name,
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%08x\t%s\t%d\t%dB\n", i, formatRange(in.KeyGroups), in.File.Name,
 				formatSize(in.File.Size), in.File.CRC32C, tag, in.File.Entries, len(in.OperatorState))
 		}
 		tw.Flush()
@@ -356,6 +357,9 @@ func formatTime(t time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
+
+// formatRange formats a key-group range for a column: one field, "[0,64)".
+func formatRange(r runtime.KeyGroupRange) string { return fmt.Sprintf("[%d,%d)", r.Start, r.End) }
 
 // formatSize formats a size for a column: one field, such as "390.3KiB",
 // so that a script splitting lines on white space finds every column.

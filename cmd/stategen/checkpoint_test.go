@@ -105,11 +105,27 @@ func TestCheckpointInspectShowsStatesRangesAndFiles(t *testing.T) {
 		for _, want := range []string{
 			`operator "clickstream": maxParallelism 128`,
 			"timeline    sortedmap  false", "windows     value      true", "v1:",
-			"clickstream-0.sgc", "[0, ", ", 128)", "CRC32C", "TAG", "format:   version 3",
+			"clickstream-0.sgc", "[0,", ",128)", "CRC32C", "TAG", "format:   version 3",
 			"SCHEMAS", "user-stats: stategen/v1 value key=string value=struct{Events int64;",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("inspect %s lacks %q:\n%s", arg, want, out)
+			}
+		}
+		// The instance table's rows split into the header's fields.
+		lines := strings.Split(out, "\n")
+		for i, l := range lines {
+			if !strings.HasPrefix(strings.TrimSpace(l), "INSTANCE") {
+				continue
+			}
+			header := len(strings.Fields(l))
+			for _, row := range lines[i+1:] {
+				if !strings.HasPrefix(row, "  ") || strings.HasPrefix(row, "  STATE") {
+					break
+				}
+				if n := len(strings.Fields(row)); n != header {
+					t.Errorf("inspect row %q has %d fields, the header %d", row, n, header)
+				}
 			}
 		}
 	}
