@@ -271,7 +271,7 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 func checkpointVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var quiet, asJSON bool
 	path, status, ok := commandFlags("verify", "DIR/ID", args, stderr, func(fs *flag.FlagSet) {
-		fs.BoolVar(&quiet, "q", false, "no progress lines")
+		fs.BoolVar(&quiet, "q", false, "no progress lines (shown on stderr only when it is a terminal)")
 		fs.BoolVar(&asJSON, "json", false, "one JSON document on stdout, the fault included (schema: go doc github.com/stategen/stategen/cmd/stategen)")
 	})
 	if !ok {
@@ -282,12 +282,13 @@ func checkpointVerify(ctx context.Context, args []string, stdout, stderr io.Writ
 		return fail(stderr, "verify", err)
 	}
 	var progress func(inspect.Progress)
-	if !quiet {
+	start := time.Now()
+	if !quiet && isTerminal(stderr) {
+		total := 2 * c.Size() // Verify reads every file twice
 		progress = func(p inspect.Progress) {
-			fmt.Fprintf(stderr, "  ... %s read, file %d of %d (%s)\n", formatSize(p.BytesRead), p.File, p.Files, p.FileName)
+			fmt.Fprintln(stderr, progressLine(p, total, time.Since(start)))
 		}
 	}
-	start := time.Now()
 	if asJSON {
 		verr := c.Verify(ctx, progress)
 		if err := writeJSON(stdout, verifyDoc(c, time.Since(start), verr)); err != nil {
@@ -356,6 +357,34 @@ func formatTime(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// isTerminal reports whether w is a terminal: progress goes to stderr only
+// then, never into a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine describes the progress of long work that reads total bytes:
+// done, rate and time left.
+func progressLine(p inspect.Progress, total int64, elapsed time.Duration) string {
+	line := fmt.Sprintf("  ... %s of %s read", formatSize(p.BytesRead), formatSize(total))
+	if total > 0 {
+		line += fmt.Sprintf(" (%d%%)", min(100, p.BytesRead*100/total))
+	}
+	if secs := elapsed.Seconds(); secs > 0 && p.BytesRead > 0 {
+		rate := float64(p.BytesRead) / secs
+		line += fmt.Sprintf(", %s/s", formatSize(int64(rate)))
+		if left := total - p.BytesRead; left > 0 {
+			line += fmt.Sprintf(", ETA %v", (time.Duration(float64(left) / rate * float64(time.Second))).Round(time.Second))
+		}
+	}
+	return line + fmt.Sprintf(", file %d of %d (%s)", p.File, p.Files, p.FileName)
 }
 
 // formatRange formats a key-group range for a column: one field, "[0,64)".

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/inspect"
 	"github.com/stategen/stategen/examples/clickstream/pipeline"
 )
 
@@ -398,5 +399,27 @@ func TestCheckpointJSON(t *testing.T) {
 	if v.OK || v.Fault == nil || !strings.HasSuffix(v.Fault.Path, in.Operators[0].Instances[0].File.Name) ||
 		v.Fault.Offset < 0 || v.Fault.Offset > int64(len(data)/2) || !strings.Contains(v.Fault.Reason, "block of bytes") {
 		t.Errorf("verify -json of a damaged checkpoint: %+v", v.Fault)
+	}
+}
+
+// TestProgressLine: the progress of long work says what is done, of what,
+// the rate and the time left; it goes to terminals only.
+func TestProgressLine(t *testing.T) {
+	p := inspect.Progress{BytesRead: 30 << 20, Files: 3, File: 2, FileName: "op-1.sgc"}
+	got := progressLine(p, 120<<20, 3*time.Second)
+	const want = "  ... 30.0MiB of 120.0MiB read (25%), 10.0MiB/s, ETA 9s, file 2 of 3 (op-1.sgc)"
+	if got != want {
+		t.Errorf("progressLine = %q, want %q", got, want)
+	}
+	if isTerminal(&bytes.Buffer{}) {
+		t.Error("a buffer counts as a terminal")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Error("a regular file counts as a terminal")
 	}
 }
