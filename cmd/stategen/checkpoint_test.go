@@ -306,22 +306,29 @@ var (
 	goldenVerifyFaultFields = []string{"data_files", "fault", "fault.field", "fault.message", "fault.offset", "fault.path", "fault.reason", "name", "ok", "seconds", "size_bytes"}
 )
 
+// runJSON runs a -json command, wants exit status code, checks the
+// document's field paths against golden and decodes it into doc.
+func runJSON(t *testing.T, code int, golden []string, doc any, args ...string) {
+	t.Helper()
+	got, out, errs := runCmd(args...)
+	if got != code {
+		t.Fatalf("%s: exit %d, want %d: %s", strings.Join(args, " "), got, code, errs)
+	}
+	if paths := jsonPaths(t, out); !slices.Equal(paths, golden) {
+		t.Errorf("%s fields:\n%q\nwant\n%q", strings.Join(args, " "), paths, golden)
+	}
+	if err := json.Unmarshal([]byte(out), doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCheckpointJSON: ls, inspect and verify -json write one document each
 // with the golden field names; their numbers agree with each other and with
 // the metadata; a damaged checkpoint's verify document names the block.
 func TestCheckpointJSON(t *testing.T) {
 	dir, latest := exampleCheckpoints(t)
-	code, out, errs := runCmd("checkpoint", "ls", "-json", dir)
-	if code != exitOK {
-		t.Fatalf("ls -json: exit %d: %s", code, errs)
-	}
-	if got := jsonPaths(t, out); !slices.Equal(got, goldenLsFields) {
-		t.Errorf("ls -json fields:\n%q\nwant\n%q", got, goldenLsFields)
-	}
 	var ls jsonLs
-	if err := json.Unmarshal([]byte(out), &ls); err != nil {
-		t.Fatal(err)
-	}
+	runJSON(t, exitOK, goldenLsFields, &ls, "checkpoint", "ls", "-json", dir)
 	var entry *jsonCheckpoint
 	for i := range ls.Checkpoints {
 		if ls.Checkpoints[i].Name == latest {
@@ -332,17 +339,8 @@ func TestCheckpointJSON(t *testing.T) {
 		t.Fatalf("ls -json lacks a sound entry for %s: %+v", latest, entry)
 	}
 
-	code, out, errs = runCmd("checkpoint", "inspect", "-json", filepath.Join(dir, latest))
-	if code != exitOK {
-		t.Fatalf("inspect -json: exit %d: %s", code, errs)
-	}
-	if got := jsonPaths(t, out); !slices.Equal(got, goldenInspectFields) {
-		t.Errorf("inspect -json fields:\n%q\nwant\n%q", got, goldenInspectFields)
-	}
 	var in jsonInspect
-	if err := json.Unmarshal([]byte(out), &in); err != nil {
-		t.Fatal(err)
-	}
+	runJSON(t, exitOK, goldenInspectFields, &in, "checkpoint", "inspect", "-json", filepath.Join(dir, latest))
 	var sum int64
 	for _, op := range in.Operators {
 		for _, i := range op.Instances {
@@ -356,17 +354,8 @@ func TestCheckpointJSON(t *testing.T) {
 		t.Errorf("inspect -json: id %d, size %d (files sum to %d); ls says id %d, size %d", in.ID, in.SizeBytes, sum, entry.ID, entry.SizeBytes)
 	}
 
-	code, out, errs = runCmd("checkpoint", "verify", "-json", "-q", filepath.Join(dir, latest))
-	if code != exitOK {
-		t.Fatalf("verify -json: exit %d: %s", code, errs)
-	}
-	if got := jsonPaths(t, out); !slices.Equal(got, goldenVerifyFields) {
-		t.Errorf("verify -json fields:\n%q\nwant\n%q", got, goldenVerifyFields)
-	}
 	var v jsonVerify
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		t.Fatal(err)
-	}
+	runJSON(t, exitOK, goldenVerifyFields, &v, "checkpoint", "verify", "-json", "-q", filepath.Join(dir, latest))
 	if !v.OK || v.Fault != nil || v.SizeBytes != in.SizeBytes || v.DataFiles != in.DataFiles {
 		t.Errorf("verify -json of an intact checkpoint: %+v", v)
 	}
@@ -385,17 +374,8 @@ func TestCheckpointJSON(t *testing.T) {
 	if err := os.WriteFile(victim, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = runCmd("checkpoint", "verify", "-json", "-q", bad)
-	if code != exitError {
-		t.Fatalf("verify -json of a damaged checkpoint: exit %d, want 1", code)
-	}
-	if got := jsonPaths(t, out); !slices.Equal(got, goldenVerifyFaultFields) {
-		t.Errorf("verify -json fault fields:\n%q\nwant\n%q", got, goldenVerifyFaultFields)
-	}
 	v = jsonVerify{}
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		t.Fatal(err)
-	}
+	runJSON(t, exitError, goldenVerifyFaultFields, &v, "checkpoint", "verify", "-json", "-q", bad)
 	if v.OK || v.Fault == nil || !strings.HasSuffix(v.Fault.Path, in.Operators[0].Instances[0].File.Name) ||
 		v.Fault.Offset < 0 || v.Fault.Offset > int64(len(data)/2) || !strings.Contains(v.Fault.Reason, "block of bytes") {
 		t.Errorf("verify -json of a damaged checkpoint: %+v", v.Fault)
