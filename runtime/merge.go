@@ -17,19 +17,15 @@ import (
 // alike on every backend.
 
 // mergeSources returns the Keys of the sources of a merge of k into
-// target: each encoded into a buffer of its own, without the target and
-// without repeats.
+// target: k encoded and hashed once, each namespace encoded into a buffer
+// of its own, without the target and without repeats.
 func (h *handle[K, N]) mergeSources(k K, target N, sources []N) (Key, []Key) {
-	own := func(n N) Key {
-		kb := h.kc.AppendKey(nil, k)
-		kl := len(kb)
-		b := h.nc.AppendKey(kb, n)
-		return makeKey(HashKey(b[:kl]), b[:kl:kl], b[kl:len(b):len(b)], h.maxP)
-	}
-	tk := own(target)
+	tk := h.key(k, target)
+	base := makeKey(tk.hash, bytes.Clone(tk.key), nil, h.maxP)
+	tk = base.WithNamespace(bytes.Clone(tk.ns))
 	srcs := make([]Key, 0, len(sources))
 	for _, n := range sources {
-		sk := own(n)
+		sk := base.WithNamespace(h.nc.AppendKey(nil, n))
 		dup := bytes.Equal(sk.ns, tk.ns)
 		for i := range srcs {
 			dup = dup || bytes.Equal(srcs[i].ns, sk.ns)

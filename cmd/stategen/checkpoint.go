@@ -141,16 +141,16 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(stderr, "ls", err)
 	}
-	if asJSON {
-		doc := jsonLs{Dir: dir, Checkpoints: []jsonCheckpoint{}}
-		status = exitOK
-		for _, name := range names {
-			m, err := checkpoint.ReadMetadata(ctx, s, name)
-			if err != nil {
-				status = exitError
-			}
-			doc.Checkpoints = append(doc.Checkpoints, lsEntry(name, m, err))
+	doc := jsonLs{Dir: dir, Checkpoints: []jsonCheckpoint{}}
+	status = exitOK
+	for _, name := range names {
+		m, err := checkpoint.ReadMetadata(ctx, s, name)
+		if err != nil {
+			status = exitError
 		}
+		doc.Checkpoints = append(doc.Checkpoints, lsEntry(name, m, err))
+	}
+	if asJSON {
 		if err := writeJSON(stdout, doc); err != nil {
 			return fail(stderr, "ls", err)
 		}
@@ -162,33 +162,25 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTYPE\tTIME\tSIZE\tPARALLELISM\tSTATES")
-	status = exitOK
-	for _, name := range names {
-		m, err := checkpoint.ReadMetadata(ctx, s, name)
-		if err != nil {
-			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\t-\terror: %v\n", name, err)
-			status = exitError
+	for _, c := range doc.Checkpoints {
+		if c.Error != "" {
+			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\t-\terror: %s\n", c.Name, c.Error)
 			continue
 		}
-		var par, states []string
-		for _, op := range m.Operators {
-			p := fmt.Sprint(len(op.Instances))
-			if len(m.Operators) > 1 {
+		var par []string
+		for _, op := range c.Operators {
+			p := fmt.Sprint(op.Parallelism)
+			if len(c.Operators) > 1 {
 				p = op.ID + "=" + p
 			}
 			par = append(par, p)
-			for _, st := range op.States {
-				states = append(states, st.Name)
-			}
 		}
-		slices.Sort(states)
-		states = slices.Compact(states)
-		kind := "checkpoint"
-		if t := m.Properties["type"]; t != "" {
-			kind = t
+		when := "-"
+		if c.Time != nil {
+			when = formatTime(*c.Time)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.CheckpointID, name, kind,
-			formatTime(m.Timestamp), formatSize(inspect.DataSize(m)), strings.Join(par, ","), strings.Join(states, ","))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Type,
+			when, formatSize(c.SizeBytes), strings.Join(par, ","), strings.Join(c.States, ","))
 	}
 	tw.Flush()
 	return status

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/stategen/stategen/checkpoint"
@@ -128,16 +129,14 @@ func lsEntry(name string, m *checkpoint.Metadata, err error) jsonCheckpoint {
 	if t := m.Properties["type"]; t != "" {
 		c.Type = t
 	}
-	seen := map[string]bool{}
 	for _, op := range m.Operators {
 		c.Operators = append(c.Operators, jsonOpPar{op.ID, len(op.Instances)})
 		for _, st := range op.States {
-			if !seen[st.Name] {
-				seen[st.Name] = true
-				c.States = append(c.States, st.Name)
-			}
+			c.States = append(c.States, st.Name)
 		}
 	}
+	slices.Sort(c.States)
+	c.States = slices.Compact(c.States)
 	return c
 }
 

@@ -45,10 +45,6 @@ func (s *Snapshots) Live() int { return int(s.live.Load()) }
 // copy-on-write writer pays to learn whether it may write in place.
 func (s *Snapshots) Any() bool { return s.live.Load() != 0 }
 
-// Seq returns the sequence number of the last snapshot tracked, 0 before
-// the first.
-func (s *Snapshots) Seq() uint64 { return s.seq.Load() }
-
 // Track starts tracking snapshot, which becomes live, under the next
 // sequence number, and arms its leak cleanup. free, if not nil, is called
 // exactly once, when the snapshot stops being live: at its Release if no
