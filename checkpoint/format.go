@@ -60,9 +60,16 @@ const (
 // numbering.
 
 // Flags of a state in the index's state table.
+//
+// A state with stateFlagTTL has a TTL (runtime.StateSpec.TTL): its values
+// carry a stamp (runtime.TTLStampLen), and its fingerprint is followed by
+// the TTL in milliseconds, a uvarint. Files without such states are the bytes
+// they were before the flag existed; a reader that does not know it
+// refuses a file that has it (unknown flags).
 const (
 	stateFlagSubKeyed = 1 << 0
-	stateFlagsKnown   = stateFlagSubKeyed
+	stateFlagTTL      = 1 << 1
+	stateFlagsKnown   = stateFlagSubKeyed | stateFlagTTL
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,6 +125,9 @@ type (
 		Fingerprint string `json:"fingerprint"`
 		// Schema is the writer's schema; version 3 only.
 		Schema string `json:"schema,omitempty"`
+		// TTLMillis is the state's TTL in milliseconds, absent if it has
+		// none (runtime.StateSpec.TTL).
+		TTLMillis int64 `json:"ttlMillis,omitempty"`
 	}
 	instanceJSON struct {
 		KeyGroups     rangeJSON `json:"keyGroups"`
@@ -169,7 +173,7 @@ func (m *Metadata) Marshal() ([]byte, error) {
 			Instances:      make([]instanceJSON, len(op.Instances)),
 		}
 		for k, s := range op.States {
-			oj.States[k] = stateJSON{Name: s.Name, Kind: s.Kind.String(), SubKeyed: s.SubKeyed, Fingerprint: s.Fingerprint}
+			oj.States[k] = stateJSON{Name: s.Name, Kind: s.Kind.String(), SubKeyed: s.SubKeyed, Fingerprint: s.Fingerprint, TTLMillis: s.TTL.Milliseconds()}
 			if version >= 3 {
 				oj.States[k].Schema = s.Schema
 			}
@@ -283,7 +287,11 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 				return nil, &FileError{Path: path, Offset: -1, Field: fmt.Sprintf("%s.states[%d].kind", field, k),
 					Reason: "invalid kind", Err: ErrCorrupt, Cause: err}
 			}
-			op.States[k] = runtime.StateSpec{Name: sj.Name, Kind: kind, SubKeyed: sj.SubKeyed, Fingerprint: sj.Fingerprint, Schema: sj.Schema}
+			if sj.TTLMillis < 0 || sj.TTLMillis > math.MaxInt64/int64(time.Millisecond) {
+				return nil, corruptField(path, fmt.Sprintf("%s.states[%d].ttlMillis", field, k), "%d is not a TTL in milliseconds", sj.TTLMillis)
+			}
+			op.States[k] = runtime.StateSpec{Name: sj.Name, Kind: kind, SubKeyed: sj.SubKeyed, Fingerprint: sj.Fingerprint, Schema: sj.Schema,
+				TTL: time.Duration(sj.TTLMillis) * time.Millisecond}
 		}
 		for k, ij := range oj.Instances {
 			f := fmt.Sprintf("%s.instances[%d].file.crc32c", field, k)

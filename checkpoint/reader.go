@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
@@ -224,7 +226,18 @@ func (f *dataFile) parseIndex(p []byte, base int64) error {
 		if flags&^stateFlagsKnown != 0 {
 			return corruptAt(f.path, at, "state %q has unknown flags %#x", name, flags)
 		}
-		s := runtime.StateSpec{Name: string(name), Kind: storekit.KindOfCode(kind), SubKeyed: flags&stateFlagSubKeyed != 0, Fingerprint: string(fp)}
+		var ttl time.Duration
+		if flags&stateFlagTTL != 0 {
+			ms, err := d.uvarint("state TTL")
+			if err != nil {
+				return err
+			}
+			if ms == 0 || ms > math.MaxInt64/uint64(time.Millisecond) {
+				return corruptAt(f.path, at, "state %q has a TTL of %d ms", name, ms)
+			}
+			ttl = time.Duration(ms) * time.Millisecond
+		}
+		s := runtime.StateSpec{Name: string(name), Kind: storekit.KindOfCode(kind), SubKeyed: flags&stateFlagSubKeyed != 0, Fingerprint: string(fp), TTL: ttl}
 		if err := s.Validate(); err != nil {
 			return &FileError{Path: f.path, Offset: at, Reason: "invalid state in the index", Err: ErrCorrupt, Cause: err}
 		}

@@ -344,7 +344,18 @@ func (m Migration) Transcode(dst, src []byte) ([]byte, error) {
 // comes as a *schema.IncompatibleError naming the field path and both
 // types. Under FailOnUnknownStates every checkpointed state must be
 // registered (ErrUnknownState). All problems are reported, joined.
+//
+// A state given a TTL since the checkpoint has every value stamped with
+// the time of the check (the system clock's; Operator.Check uses the
+// store's), and one whose TTL was removed has the stamps stripped (see
+// runtime.TTL); a TTL only lengthened or shortened needs no conversion:
+// the registered one applies to the stamps as they are.
 func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownStatePolicy) (Migrations, error) {
+	return checkStates(registered, checkpointed, unknown, time.Now())
+}
+
+// checkStates is CheckStates at time now.
+func checkStates(registered, checkpointed []runtime.StateSpec, unknown UnknownStatePolicy, now time.Time) (Migrations, error) {
 	var errs []error
 	var missing []string
 	var migs Migrations
@@ -358,7 +369,7 @@ func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownSt
 		if runtime.CheckSame(r, c) == nil {
 			continue
 		}
-		m, err := migration(r, c)
+		m, err := migration(r, c, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("checkpoint: schema check: %w", err))
 			continue
@@ -379,9 +390,57 @@ func CheckStates(registered, checkpointed []runtime.StateSpec, unknown UnknownSt
 }
 
 // migration resolves the checkpointed spec c against the registered r,
-// which differ.
-func migration(r, c runtime.StateSpec) (Migration, error) {
-	mismatch := runtime.CheckSame(r, c)
+// which differ: in their values' schema, in whether they have a TTL, or
+// both.
+func migration(r, c runtime.StateSpec, now time.Time) (Migration, error) {
+	m := Migration{To: r}
+	if r.Fingerprint != c.Fingerprint || r.Kind != c.Kind || r.SubKeyed != c.SubKeyed {
+		var err error
+		if m, err = valueMigration(r, c); err != nil {
+			return Migration{}, err
+		}
+	}
+	if (r.TTL != 0) == (c.TTL != 0) {
+		if c.TTL != 0 && m.convert != nil {
+			// The values' stamps stay; the values behind them migrate.
+			convert := m.convert
+			m.convert = func(dst, src []byte) ([]byte, error) {
+				stamp, v, err := runtime.SplitTTLStamp(src)
+				if err != nil {
+					return dst, err
+				}
+				return convert(runtime.AppendTTLStamp(dst, stamp), v)
+			}
+		}
+		return m, nil
+	}
+	convert := m.convert
+	if convert == nil {
+		convert = func(dst, src []byte) ([]byte, error) { return append(dst, src...), nil }
+	}
+	if c.TTL != 0 {
+		m.Changes = append(m.Changes, fmt.Sprintf("TTL of %v removed: the values' stamps are dropped and they no longer expire", c.TTL))
+		m.convert = func(dst, src []byte) ([]byte, error) {
+			_, v, err := runtime.SplitTTLStamp(src)
+			if err != nil {
+				return dst, err
+			}
+			return convert(dst, v)
+		}
+		return m, nil
+	}
+	stamp := now.UnixMilli()
+	m.Changes = append(m.Changes, fmt.Sprintf("TTL of %v added: every value is stamped with the restore's time, %s", r.TTL, now.UTC().Format(time.RFC3339)))
+	m.convert = func(dst, src []byte) ([]byte, error) {
+		return convert(runtime.AppendTTLStamp(dst, stamp), src)
+	}
+	return m, nil
+}
+
+// valueMigration is the part of migration that converts the values of c
+// into r's schema, which differ.
+func valueMigration(r, c runtime.StateSpec) (Migration, error) {
+	mismatch := runtime.CheckSame(r, runtime.StateSpec{Name: c.Name, Kind: c.Kind, SubKeyed: c.SubKeyed, Fingerprint: c.Fingerprint, Schema: c.Schema, TTL: r.TTL})
 	switch {
 	case c.Schema == "":
 		return Migration{}, fmt.Errorf("%w; the checkpoint records no schema of it (written before format version 3, or by a hand-written descriptor), so its fingerprint must match", mismatch)
@@ -453,7 +512,7 @@ func (o *Operator) Check(cfg runtime.StoreConfig, registered []runtime.StateSpec
 		return nil, fmt.Errorf("%w: operator %q was checkpointed with maxParallelism %d, the store has %d",
 			runtime.ErrMaxParallelismMismatch, o.ID, o.MaxParallelism, cfg.MaxParallelism)
 	}
-	return CheckStates(registered, o.States, unknown)
+	return checkStates(registered, o.States, unknown, cfg.Now())
 }
 
 // RestoreStats describes a restore.

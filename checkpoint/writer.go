@@ -220,8 +220,14 @@ func (fw *fileWriter) begin(kgs runtime.KeyGroupRange, specs []runtime.StateSpec
 		if s.SubKeyed {
 			flags |= stateFlagSubKeyed
 		}
+		if s.TTL != 0 {
+			flags |= stateFlagTTL
+		}
 		fw.index = append(fw.index, flags)
 		fw.index = appendBytes(fw.index, []byte(s.Fingerprint))
+		if s.TTL != 0 {
+			fw.index = binary.AppendUvarint(fw.index, uint64(s.TTL.Milliseconds()))
+		}
 	}
 	fw.index = binary.AppendUvarint(fw.index, uint64(kgs.Len()))
 	return nil

@@ -30,9 +30,10 @@ type handle[K, N any] struct {
 	vbuf []byte
 }
 
-// bind validates spec, registers it with s and fills in the handle's shared
-// fields. It returns the registered state.
-func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N]) (State, error) {
+// bind validates spec and ttl, registers spec (with ttl's duration) with s
+// and fills in the handle's shared fields. It returns the registered
+// state, behind its TTL decorator if ttl is enabled (see ttl.go).
+func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ttl TTL) (State, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: state %q: nil store", ErrInvalidState, spec.Name)
 	}
@@ -42,9 +43,16 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	if spec.SubKeyed && nc == nil {
 		return nil, fmt.Errorf("%w: state %q: nil namespace codec", ErrInvalidState, spec.Name)
 	}
+	if err := ttl.Validate(spec.Name); err != nil {
+		return nil, err
+	}
+	spec.TTL = ttl.Duration
 	st, err := s.Register(spec)
 	if err != nil {
 		return nil, err
+	}
+	if ttl.Enabled() {
+		st = wrapTTL(st, s.Config(), ttl)
 	}
 	h.name = spec.Name
 	h.maxP = s.Config().MaxParallelism

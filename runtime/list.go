@@ -9,6 +9,7 @@ type ListDescriptor[K, V any] struct {
 	Fingerprint string
 	Schema      string
 	Migrations  []Migration
+	TTL         TTL // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]
 	Value       ValueCodec[V] // codec of one element
 }
@@ -20,6 +21,7 @@ type SubKeyedListDescriptor[K, N, V any] struct {
 	Fingerprint string
 	Schema      string
 	Migrations  []Migration
+	TTL         TTL // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	Value       ValueCodec[V]
@@ -34,13 +36,13 @@ type listHandle[K, N, V any] struct {
 	ends  []int
 }
 
-func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V]) (*listHandle[K, N, V], error) {
+func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V], ttl TTL) (*listHandle[K, N, V], error) {
 	spec.Kind = KindList
 	if vc == nil {
 		return nil, nilCodecError(spec.Name, "value")
 	}
 	h := new(listHandle[K, N, V])
-	st, err := h.bind(s, spec, kc, nc)
+	st, err := h.bind(s, spec, kc, nc, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +154,7 @@ type List[K, V any] struct{ h *listHandle[K, noNS, V] }
 // NewList registers d with s and returns its handle.
 func NewList[K, V any](s Store, d ListDescriptor[K, V]) (List[K, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value)
+	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value, d.TTL)
 	return List[K, V]{h}, err
 }
 
@@ -229,7 +231,7 @@ type SubKeyedList[K, N, V any] struct{ h *listHandle[K, N, V] }
 // NewSubKeyedList registers d with s and returns its handle.
 func NewSubKeyedList[K, N, V any](s Store, d SubKeyedListDescriptor[K, N, V]) (SubKeyedList[K, N, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value)
+	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
 	return SubKeyedList[K, N, V]{h}, err
 }
 

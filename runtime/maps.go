@@ -9,6 +9,7 @@ type MapDescriptor[K, UK, V any] struct {
 	Fingerprint string
 	Schema      string
 	Migrations  []Migration
+	TTL         TTL // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]
 	UserKey     KeyCodec[UK] // order-preserving: orders a SortedMap
 	Value       ValueCodec[V]
@@ -21,6 +22,7 @@ type SubKeyedMapDescriptor[K, N, UK, V any] struct {
 	Fingerprint string
 	Schema      string
 	Migrations  []Migration
+	TTL         TTL // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	UserKey     KeyCodec[UK]
@@ -42,7 +44,7 @@ type mapHandle[K, N, UK, V any] struct {
 	vc     ValueCodec[V]
 }
 
-func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V]) (*mapHandle[K, N, UK, V], error) {
+func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V], ttl TTL) (*mapHandle[K, N, UK, V], error) {
 	if ukc == nil {
 		return nil, nilCodecError(spec.Name, "user key")
 	}
@@ -50,7 +52,7 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 		return nil, nilCodecError(spec.Name, "value")
 	}
 	h := new(mapHandle[K, N, UK, V])
-	st, err := h.bind(s, spec, kc, nc)
+	st, err := h.bind(s, spec, kc, nc, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +281,7 @@ type Map[K, UK, V any] struct{ h *mapHandle[K, noNS, UK, V] }
 // NewMap registers d as a KindMap state with s and returns its handle.
 func NewMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (Map[K, UK, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value)
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
 	return Map[K, UK, V]{h}, err
 }
 
@@ -404,7 +406,7 @@ type SubKeyedMap[K, N, UK, V any] struct{ h *mapHandle[K, N, UK, V] }
 // its handle.
 func NewSubKeyedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedMap[K, N, UK, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value)
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
 	return SubKeyedMap[K, N, UK, V]{h}, err
 }
 
@@ -531,7 +533,7 @@ type SortedMap[K, UK, V any] struct{ Map[K, UK, V] }
 // handle.
 func NewSortedMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (SortedMap[K, UK, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value)
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
 	return SortedMap[K, UK, V]{Map[K, UK, V]{h}}, err
 }
 
@@ -622,7 +624,7 @@ type SubKeyedSortedMap[K, N, UK, V any] struct{ SubKeyedMap[K, N, UK, V] }
 // and returns its handle.
 func NewSubKeyedSortedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedSortedMap[K, N, UK, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value)
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
 	return SubKeyedSortedMap[K, N, UK, V]{SubKeyedMap[K, N, UK, V]{h}}, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -84,6 +85,13 @@ type StateSpec struct {
 	// describes the state but is not part of its identity: specs with
 	// equal fingerprints are the same state.
 	Schema string
+	// TTL is the time to live of the state's entries (see TTL), in whole
+	// milliseconds; zero means they never expire. A state with a TTL
+	// stores a stamp in front of every value (TTLStampLen), so whether it
+	// has one is part of its identity; its length is not: a TTL changed
+	// between a checkpoint and its restore applies to the restored
+	// entries (see CheckSame).
+	TTL time.Duration
 }
 
 // MaxSchemaLen bounds the length of StateSpec.Schema.
@@ -104,36 +112,59 @@ func (s StateSpec) Validate() error {
 	if !utf8.ValidString(s.Schema) || len(s.Schema) > MaxSchemaLen {
 		return fmt.Errorf("%w: state %q: schema is not UTF-8 of at most %d bytes", ErrInvalidState, s.Name, MaxSchemaLen)
 	}
+	if s.TTL != 0 {
+		if err := (TTL{Duration: s.TTL}).Validate(s.Name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// String formats s for messages: name (kind[, sub-keyed], fingerprint).
+// String formats s for messages: name (kind[, sub-keyed][, TTL d],
+// fingerprint).
 func (s StateSpec) String() string {
 	sub := ""
 	if s.SubKeyed {
 		sub = ", sub-keyed"
 	}
+	if s.TTL != 0 {
+		sub += ", TTL " + s.TTL.String()
+	}
 	return fmt.Sprintf("%q (%v%s, fingerprint %q)", s.Name, s.Kind, sub, s.Fingerprint)
 }
 
 // CheckSame returns nil if registered and requested describe the same state
-// — the same name, kind, sub-keying and fingerprint; their schemas are not
+// — the same name, kind, sub-keying and fingerprint, and both with a TTL or
+// both without; their schemas and the lengths of their TTLs are not
 // compared — and otherwise an error wrapping ErrStateMismatch that names the
-// state and both descriptors. Backends call it when a name is registered
-// twice.
+// state and both descriptors. A restore calls it to match a checkpoint's
+// states with the registered ones (the registered TTL applies); Register
+// of a name already registered asks for the same TTL too (storekit).
 func CheckSame(registered, requested StateSpec) error {
+	regTTL, reqTTL := registered.TTL != 0, requested.TTL != 0
 	registered.Schema, requested.Schema = "", ""
-	if registered == requested {
+	registered.TTL, requested.TTL = 0, 0
+	if registered == requested && regTTL == reqTTL {
 		return nil
 	}
 	switch {
 	case registered.Kind != requested.Kind || registered.SubKeyed != requested.SubKeyed:
 		return fmt.Errorf("%w: state %q is %s, requested as %s",
 			ErrStateMismatch, registered.Name, registered, requested)
+	case regTTL != reqTTL:
+		return fmt.Errorf("%w: state %q: registered %s, requested %s (the values of a state with a TTL carry a stamp)",
+			ErrStateMismatch, registered.Name, withOrWithout(regTTL), withOrWithout(reqTTL))
 	default:
 		return fmt.Errorf("%w: state %q: fingerprint mismatch: registered %q, requested %q",
 			ErrStateMismatch, registered.Name, registered.Fingerprint, requested.Fingerprint)
 	}
+}
+
+func withOrWithout(ttl bool) string {
+	if ttl {
+		return "with a TTL"
+	}
+	return "without a TTL"
 }
 
 // ValidateStateName reports whether name is a valid state name (see
@@ -172,6 +203,11 @@ type StoreConfig struct {
 	// KeyGroups is the range of key groups this store owns; the zero value
 	// means all of them.
 	KeyGroups KeyGroupRange
+	// Clock is the processing time of the states with a TTL (see TTL):
+	// their handles stamp and expire entries by it, and the store's
+	// snapshots leave out the entries expired at the time of their
+	// synchronous phase. Nil means the system clock; tests inject a fake.
+	Clock Clock
 }
 
 // Normalize applies the defaults and validates c: the result has a valid

@@ -160,7 +160,7 @@ func NewTimers[K, N any](s Store, d TimersDescriptor[K, N]) (Timers[K, N], error
 		return Timers[K, N]{}, nilCodecError(d.Name, "namespace")
 	}
 	h := new(timersHandle[K, N])
-	st, err := h.bind(s, spec, d.Key, d.Namespace)
+	st, err := h.bind(s, spec, d.Key, d.Namespace, TTL{})
 	if err != nil {
 		return Timers[K, N]{}, err
 	}

@@ -8,6 +8,7 @@ type ValueDescriptor[K, V any] struct {
 	Fingerprint string        // schema fingerprint (see StateSpec.Fingerprint)
 	Schema      string        // the schema it was derived from (see StateSpec.Schema)
 	Migrations  []Migration   // from older, incompatible schemas (see Migration)
+	TTL         TTL           // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]   // order-preserving key codec
 	Value       ValueCodec[V] // value codec
 }
@@ -19,6 +20,7 @@ type SubKeyedValueDescriptor[K, N, V any] struct {
 	Fingerprint string
 	Schema      string
 	Migrations  []Migration
+	TTL         TTL // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]
 	Namespace   KeyCodec[N]
 	Value       ValueCodec[V]
@@ -38,13 +40,13 @@ type valueHandle[K, N, V any] struct {
 	updCB  func(old []byte, found bool) ([]byte, error)
 }
 
-func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V]) (*valueHandle[K, N, V], error) {
+func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V], ttl TTL) (*valueHandle[K, N, V], error) {
 	spec.Kind = KindValue
 	h := new(valueHandle[K, N, V])
 	if vc == nil {
 		return nil, nilCodecError(spec.Name, "value")
 	}
-	st, err := h.bind(s, spec, kc, nc)
+	st, err := h.bind(s, spec, kc, nc, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ type Value[K, V any] struct{ h *valueHandle[K, noNS, V] }
 // NewValue registers d with s and returns its handle.
 func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value)
+	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value, d.TTL)
 	return Value[K, V]{h}, err
 }
 
@@ -215,7 +217,7 @@ type SubKeyedValue[K, N, V any] struct{ h *valueHandle[K, N, V] }
 // NewSubKeyedValue registers d with s and returns its handle.
 func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) (SubKeyedValue[K, N, V], error) {
 	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value)
+	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
 	return SubKeyedValue[K, N, V]{h}, err
 }
 

@@ -144,7 +144,7 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 		}
 		d.states[name] = sv
 	}
-	return newSnapshot(s, d), nil
+	return storekit.DropExpired(newSnapshot(s, d), &s.cfg), nil
 }
 
 // Restore implements runtime.Store. It checks every state and key group

@@ -146,7 +146,7 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 		}
 		snap.states[name] = sv
 	}
-	return snap, nil
+	return storekit.DropExpired(snap, &s.cfg), nil
 }
 
 // Close implements runtime.Store. Live snapshots stay readable until they

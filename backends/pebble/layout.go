@@ -3,6 +3,8 @@ package pebble
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stategen/stategen/runtime"
@@ -134,10 +136,21 @@ func stateMetaKey(id uint64) []byte {
 	return binary.AppendUvarint(append([]byte(nil), metaStatePfx...), id)
 }
 
+// The flags of an encoded spec, its second byte. A spec with specTTL has
+// its TTL in milliseconds, a uvarint, after the flags.
+const (
+	specSubKeyed = 1 << 0
+	specTTL      = 1 << 1
+)
+
 func encodeSpec(spec runtime.StateSpec) []byte {
 	b := []byte{storekit.KindCode(spec.Kind), 0}
 	if spec.SubKeyed {
-		b[1] = 1
+		b[1] |= specSubKeyed
+	}
+	if spec.TTL != 0 {
+		b[1] |= specTTL
+		b = binary.AppendUvarint(b, uint64(spec.TTL.Milliseconds()))
 	}
 	b = storekit.AppendElem(b, []byte(spec.Name))
 	b = storekit.AppendElem(b, []byte(spec.Fingerprint))
@@ -152,11 +165,19 @@ func decodeSpec(b []byte) (runtime.StateSpec, error) {
 	bad := func(why string) (runtime.StateSpec, error) {
 		return runtime.StateSpec{}, fmt.Errorf("%w: state metadata %x: %s", runtime.ErrCorrupt, b, why)
 	}
-	if len(b) < 2 || b[1] > 1 {
+	if len(b) < 2 || b[1]&^(specSubKeyed|specTTL) != 0 {
 		return bad("bad header")
 	}
-	spec := runtime.StateSpec{Kind: storekit.KindOfCode(b[0]), SubKeyed: b[1] == 1}
-	name, rest, ok := storekit.ReadElem(b[2:])
+	spec := runtime.StateSpec{Kind: storekit.KindOfCode(b[0]), SubKeyed: b[1]&specSubKeyed != 0}
+	rest := b[2:]
+	if b[1]&specTTL != 0 {
+		ms, n := binary.Uvarint(rest)
+		if n <= 0 || ms == 0 || ms > math.MaxInt64/uint64(time.Millisecond) {
+			return bad("bad TTL")
+		}
+		spec.TTL, rest = time.Duration(ms)*time.Millisecond, rest[n:]
+	}
+	name, rest, ok := storekit.ReadElem(rest)
 	if !ok {
 		return bad("truncated name")
 	}

@@ -368,7 +368,7 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	for name, st := range s.states {
 		ids[name] = stateRef{spec: st.spec, id: st.id}
 	}
-	return newSnapshot(s, s.db.NewSnapshot(), ids), nil
+	return storekit.DropExpired(newSnapshot(s, s.db.NewSnapshot(), ids), &s.cfg), nil
 }
 
 // restoreBatchSize is the size at which Restore commits a batch. Below

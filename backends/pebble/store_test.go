@@ -78,6 +78,10 @@ func TestReuseExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls := lst.(srt.ListState)
+	ttlSpec := srt.StateSpec{Name: "t", Kind: srt.KindMap, TTL: 90 * time.Minute, Fingerprint: "fp", Schema: ""}
+	if _, err := s.Register(ttlSpec); err != nil {
+		t.Fatal(err)
+	}
 	ns := []byte("ns\x00\x01")
 	for i := range 200 {
 		put(t, vs, i, fmt.Sprint("v", i))
@@ -92,8 +96,11 @@ func TestReuseExisting(t *testing.T) {
 	}
 
 	r := mustNew(t, pebble.Options{FS: fs, Dir: "d", Existing: pebble.ReuseExisting})
-	if got := r.States(); len(got) != 2 || got[1] != valueSpec {
-		t.Fatalf("reused store has states %v", got)
+	if got := r.States(); len(got) != 3 || got[1] != ttlSpec || got[2] != valueSpec {
+		t.Fatalf("reused store has states %v, want its TTL state with the TTL", got)
+	}
+	if _, err := r.Register(srt.StateSpec{Name: "t", Kind: srt.KindMap, TTL: time.Hour, Fingerprint: "fp"}); !errors.Is(err, srt.ErrStateMismatch) {
+		t.Fatalf("Register of a reused state with another TTL: %v", err)
 	}
 	if d := diffContents(want, dump(t, r)); d != "" {
 		t.Fatalf("reused store differs (-before +after):\n%s", d)

@@ -167,7 +167,7 @@ func CheckEntryShape(spec runtime.StateSpec, e runtime.Entry) error {
 // CheckRegister runs the checks every Store.Register(spec) makes, in this
 // order: the store is not closed (runtime.ErrClosed), spec is valid
 // (runtime.ErrInvalidState), a state registered under its name has the
-// same spec (runtime.ErrStateMismatch) — then Register returns that state
+// same spec, TTL included (runtime.ErrStateMismatch) — then Register returns that state
 // (existing is true) — and a new state is not registered from inside an
 // iteration callback (runtime.ErrWriteDuringIteration).
 func CheckRegister(t Target, closed, iterating bool, spec runtime.StateSpec) (existing bool, err error) {
@@ -180,6 +180,12 @@ func CheckRegister(t Target, closed, iterating bool, spec runtime.StateSpec) (ex
 	if reg, ok := t.Registered(spec.Name); ok {
 		if err := runtime.CheckSame(reg, spec); err != nil {
 			return false, err
+		}
+		if reg.TTL != spec.TTL {
+			// A restore takes the TTL of the registered state; a state
+			// a restore created keeps the checkpoint's.
+			return false, fmt.Errorf("%w: state %q has a TTL of %v, registered again with %v (register the states before a restore to change their TTL)",
+				runtime.ErrStateMismatch, spec.Name, reg.TTL, spec.TTL)
 		}
 		return true, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -39,6 +40,8 @@ const (
 	updateIgnoresError
 	freesDuringScan
 	keysPerNamespace
+	snapshotKeepsExpired
+	registerDropsTTL
 )
 
 // flawed is a Model with one flaw.
@@ -61,6 +64,9 @@ func newFlawed(f flaw) Factory {
 }
 
 func (s *flawed) Register(spec runtime.StateSpec) (runtime.State, error) {
+	if s.flaw == registerDropsTTL {
+		spec.TTL = 0
+	}
 	st, err := s.Model.Register(spec)
 	if err != nil {
 		return nil, err
@@ -88,6 +94,12 @@ func (s *flawed) dropPut() bool {
 }
 
 func (s *flawed) Snapshot() (runtime.Snapshot, error) {
+	if s.flaw == snapshotKeepsExpired {
+		// Filters by a clock that reads the epoch: nothing has expired.
+		clock := s.Model.cfg.Clock
+		s.Model.cfg.Clock = NewManualClock(time.UnixMilli(0))
+		defer func() { s.Model.cfg.Clock = clock }()
+	}
 	snap, err := s.Model.Snapshot()
 	if err != nil {
 		return nil, err
@@ -479,6 +491,8 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"UpdateIgnoresError", updateIgnoresError, []string{"Contract/ValueUpdate"}},
 		{"FreesDuringScan", freesDuringScan, []string{"Contract/ReleaseDuringScan"}},
 		{"KeysPerNamespace", keysPerNamespace, []string{"Contract/Keys"}},
+		{"SnapshotKeepsExpired", snapshotKeepsExpired, []string{"TTL/Rescale1to3", "TTL/Rescale3to2"}},
+		{"RegisterDropsTTL", registerDropsTTL, []string{"TTL/Register", "TTL/Rescale1to3"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -498,7 +512,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 // are transparent when no flaw is set: the failures above come from the
 // flaws.
 func TestSuitePassesUnflawedWrapper(t *testing.T) {
-	for _, path := range []string{"Contract/SortedMapRange", "Contract/CopiesInputs", "Random/MaxP8Partial", "Rescale/3to2", "SnapshotsWhileWriting/ConcurrentScans"} {
+	for _, path := range []string{"Contract/SortedMapRange", "Contract/CopiesInputs", "Random/MaxP8Partial", "Rescale/3to2", "SnapshotsWhileWriting/ConcurrentScans", "TTL/Rescale3to2", "TTL/Register"} {
 		if err := runCheck(t, newFlawed(0), path, WithScale(0.3)); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}

@@ -138,7 +138,9 @@ func (m *Model) States() []runtime.StateSpec {
 }
 
 // Snapshot implements runtime.Store. It deep-copies every entry, so it costs
-// O(entries); the returned *MemView shares nothing with the model.
+// O(entries); the returned *MemView shares nothing with the model, and
+// holds no entry of a state with a TTL that is expired at the model's time
+// (StoreConfig.Clock).
 func (m *Model) Snapshot() (runtime.Snapshot, error) {
 	m.enter()
 	if m.closed {
@@ -150,8 +152,26 @@ func (m *Model) Snapshot() (runtime.Snapshot, error) {
 		specs:  m.States(),
 		data:   make(map[string]map[int][]runtime.Entry, len(m.states)),
 	}
+	now := m.cfg.Now().UnixMilli()
 	for name, st := range m.states {
 		v.data[name] = st.entries()
+		if ttl := st.spec.TTL.Milliseconds(); ttl != 0 {
+			// Expired entries stay out of every snapshot (the rule
+			// storekit.DropExpired implements for the backends).
+			for kg, es := range v.data[name] {
+				live := es[:0]
+				for _, e := range es {
+					stamp, _, err := runtime.SplitTTLStamp(e.Value)
+					if err != nil {
+						return nil, fmt.Errorf("storetest: state %q, key group %d: %w", name, kg, err)
+					}
+					if !runtime.TTLExpired(stamp, ttl, now) {
+						live = append(live, e)
+					}
+				}
+				v.data[name][kg] = live
+			}
+		}
 	}
 	return v, nil
 }
