@@ -30,6 +30,7 @@
 //	    "keyGroups": {"start": 0, "end": 128},
 //	    "states": [{"name": "count", "kind": "value", "subKeyed": false, "fingerprint": "v1:6c6f…",
 //	                "schema": "stategen/v1 value key=string value=int64"}],
+//	                (a state with a TTL also has "ttlMillis": 1800000)
 //	    "instances": [
 //	      {"keyGroups": {"start": 0, "end": 64}, "states": ["count"],
 //	       "file": {"name": "clicks-0.sgc", "size": 1043, "crc32c": "5b1e6c02", "tag": "9f3a0c11", "entries": 40},
@@ -81,7 +82,9 @@
 //	  uvarint state count S, then per state, sorted by name:
 //	    name (uvarint length, bytes), kind byte (1 value, 2 list,
 //	    3 map, 4 sortedmap),
-//	    flags byte (bit 0: sub-keyed), fingerprint (uvarint length, bytes)
+//	    flags byte (bit 0: sub-keyed, bit 1: TTL), fingerprint (uvarint length, bytes),
+//	    and with bit 1 the TTL in milliseconds (uvarint); the values of
+//	    such a state start with an 8-byte big-endian stamp (runtime.TTL)
 //	  uvarint key-group count G (= end - first), then per key group:
 //	    uvarint section count, then per section, by state:
 //	      uvarint state-index delta (index - previous index - 1),

@@ -121,6 +121,12 @@ func TestUnsupportedTypes(t *testing.T) {
 		{"notahandle", `state "F": field F: type map[string]int64 is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap, a SubKeyed variant or runtime.Timers; tag the field state:"-" to leave it out)`},
 		{"duplicate", `state "x": field G: duplicate state name: field F (x.go:7:2) already declares it`},
 		{"badname", `state "a/b": field F: invalid state name: state name "a/b" contains a path separator`},
+		{"ttlzero", `state "x": field F: tag state:"x,ttl=0s": ttl=0s: a TTL must be positive (leave the option out for none)`},
+		{"ttlbad", `state "x": field F: tag state:"x,ttl=soon": ttl=soon is not a duration (write it as time.ParseDuration reads it: 30m, 24h, 1h30m)`},
+		{"ttlfine", `state "x": field F: tag state:"x,ttl=1500us": ttl=1500us: a TTL is a whole number of milliseconds`},
+		{"ttltimers", `state "x": field F: tag state:"x,ttl=1h": timers take no TTL: a timer lives until it fires or is deleted`},
+		{"ttlupdate", `state "x": field F: tag state:"x,ttlupdate=read-and-write": ttlupdate without ttl=<duration>`},
+		{"badoption", `state "x": field F: tag state:"x,ttl=1h,compress": unknown option "compress" (the options are ttl=<duration> and ttlupdate=create-and-write|read-and-write)`},
 	}
 	root := repoRoot(t)
 	var patterns []string

@@ -14,7 +14,9 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/stategen/stategen/backends/cow"
+	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/inspect"
 	"github.com/stategen/stategen/generated/geo"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
@@ -281,5 +283,129 @@ func TestGeneratedTimers(t *testing.T) {
 	slices.SortFunc(got, order)
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("timers fired after the restore (-want +got):\n%s", diff)
+	}
+}
+
+// TestGeneratedTTL: the tag options ttl= and ttlupdate= reach the
+// descriptors, and a generated state expires through a checkpoint
+// restored at parallelism 2 on the pebble backend: what was live at the
+// snapshot restores with its stamp, and expires when it would have.
+func TestGeneratedTTL(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewManualClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	src, err := cow.New(cow.Options{StoreConfig: runtime.StoreConfig{Clock: clock}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	es, err := OpenExpiringState(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec runtime.StateSpec
+		ttl  time.Duration
+	}{{es.LastSeen.Spec(), 30 * time.Minute}, {es.Views.Spec(), 24 * time.Hour}, {es.Recent.Spec(), 90 * time.Minute}} {
+		if c.spec.TTL != c.ttl {
+			t.Errorf("state %s, want TTL %v", c.spec, c.ttl)
+		}
+	}
+	users := []string{"ann", "bob", "cy", "dee", "eve", "fay"}
+	for i, u := range users {
+		if err := es.LastSeen.Put(u, Event{ID: int64(i), Name: u}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(5 * time.Minute) // ann at +0, ..., fay at +25m
+	}
+	clock.Advance(9 * time.Minute) // +39m: ann and bob (+0, +5m) have expired
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	dir, err := checkpoint.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := checkpoint.WriteInstance(ctx, dir, "chk-1", "op-0.sgc", snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.File.Entries != int64(len(users)-2) {
+		t.Errorf("the checkpoint holds %d entries, want %d: the expired ones stay out", in.File.Entries, len(users)-2)
+	}
+	op, err := checkpoint.NewOperator("op", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Commit(ctx, dir, "chk-1", &checkpoint.Metadata{Operators: []checkpoint.Operator{op}}); err != nil {
+		t.Fatal(err)
+	}
+	// inspect reads the values without their stamps, and reports when
+	// each was last updated.
+	c, err := inspect.OpenStorage(ctx, dir, "chk-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r, err := range inspect.Read(ctx, c, "op", "last-seen", inspect.Codecs[string, struct{}, struct{}, Event]{Key: runtime.StringCodec{}, Value: DescribeExpiringState().LastSeen.Value}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(users, r.Key)
+		if r.Value.Name != r.Key || !r.Updated.Equal(time.Date(2026, 12, 2, 9, 5*i, 0, 0, time.UTC)) {
+			t.Errorf("inspect.Read: %+v, want the event of %q updated at +%dm", r, r.Key, 5*i)
+		}
+		n++
+	}
+	if n != len(users)-2 {
+		t.Errorf("inspect.Read read %d entries, want %d", n, len(users)-2)
+	}
+	var restored []*ExpiringState
+	for i := range 2 {
+		r, err := runtime.KeyGroupRangeForOperator(runtime.DefaultMaxParallelism, 2, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := pebble.New(pebble.Options{StoreConfig: runtime.StoreConfig{KeyGroups: r, Clock: clock}, InMemory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		es2, err := OpenExpiringState(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkpoint.Restore(ctx, dir, "chk-1", "op", i, 2, store, nil); err != nil {
+			t.Fatal(err)
+		}
+		restored = append(restored, es2)
+	}
+	live := func() []string {
+		var out []string
+		for _, u := range users {
+			idx, err := runtime.OperatorIndexForKey(runtime.StringCodec{}.AppendKey(nil, u), runtime.DefaultMaxParallelism, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, ok, err := restored[idx].LastSeen.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				if e.Name != u {
+					t.Fatalf("LastSeen.Get(%q) = %+v", u, e)
+				}
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	if got := live(); !slices.Equal(got, users[2:]) {
+		t.Errorf("after the restore at +39m: live %v, want %v", got, users[2:])
+	}
+	clock.Advance(10 * time.Minute) // +49m: cy (+10m) and dee (+15m) expire
+	if got := live(); !slices.Equal(got, users[4:]) {
+		t.Errorf("at +49m: live %v, want %v", got, users[4:])
 	}
 }

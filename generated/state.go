@@ -41,3 +41,15 @@ type WindowState struct {
 	// Fire holds the windows' event-time timers.
 	Fire runtime.Timers[SessionKey, Window] `state:"fire"`
 }
+
+// ExpiringState is the state of an operator whose state expires (state
+// TTL): each user's last event, kept 30 minutes after its last update;
+// page views, kept a day after they were last read or written; each
+// window's recent events, an hour and a half after each was added.
+//
+//stategen:state
+type ExpiringState struct {
+	LastSeen runtime.Value[string, Event]                `state:"last-seen,ttl=30m"`
+	Views    runtime.Map[string, string, int64]          `state:"views,ttl=24h,ttlupdate=read-and-write"`
+	Recent   runtime.SubKeyedList[string, Window, Event] `state:"recent,ttl=1h30m"`
+}

@@ -86,4 +86,12 @@
 // each a (time, key, namespace), stored by the backend in the key group of
 // its key, checkpointed and rescaled with it, fired in order by Advance
 // (see timers.go for how they are laid out and read).
+//
+// A state may expire its entries (TTL, on any descriptor: Flink's state
+// TTL). Its values carry the time of their last update, from the store's
+// Clock; a decorator of the backend's State, applied when the handle is
+// bound, hides expired entries from every read, renews entries on writes
+// (and reads, under TTLOnReadAndWrite) and deletes expired ones a few keys
+// per write; every backend's Snapshot leaves them out (ttl.go has the
+// rules, and what a restore does when the TTL changed).
 package runtime

@@ -126,26 +126,33 @@ type Clock interface {
 	Now() time.Time
 }
 
-// systemClock is the Clock of a StoreConfig that names none.
+// systemClock is the Clock of a StoreConfig that names none: the wall
+// clock at the start of the process plus the monotonic time since, which
+// costs one monotonic clock read (time.Now reads the wall clock too, at
+// twice the cost, and a Get of a state with a TTL reads the clock every
+// time) and does not jump when the wall clock is set.
 type systemClock struct{}
 
-func (systemClock) Now() time.Time { return time.Now() }
+// wallBase is when the process started, with its monotonic reading.
+var (
+	wallBase   = time.Now()
+	wallBaseNs = wallBase.UnixNano()
+)
+
+func (systemClock) Now() time.Time { return time.Unix(0, systemNanos()) }
+
+func systemNanos() int64 { return wallBaseNs + int64(time.Since(wallBase)) }
+
+// systemMillis is systemClock's time in Unix milliseconds.
+func systemMillis() int64 { return systemNanos() / int64(time.Millisecond) }
 
 // Now returns the current processing time of the store: its Clock's, or
 // the system's if it has none.
 func (c *StoreConfig) Now() time.Time {
 	if c.Clock == nil {
-		return time.Now()
+		return systemClock{}.Now()
 	}
 	return c.Clock.Now()
-}
-
-// clock returns c's Clock, the system clock if it has none.
-func (c *StoreConfig) clock() Clock {
-	if c.Clock == nil {
-		return systemClock{}
-	}
-	return c.Clock
 }
 
 // AppendTTLStamp appends the stamp of an entry last updated at now (Unix
@@ -178,14 +185,19 @@ type ttlCore struct {
 	inner State
 	ttl   int64 // milliseconds
 	upd   TTLUpdate
-	clock Clock
+	clock Clock  // nil: the system clock (systemMillis)
 	buf   []byte // a stamped value being written
 	rbuf  []byte // a value read under TTLOnReadAndWrite, refreshed
 	clean ttlCleaner
 }
 
 // now returns the current time in Unix milliseconds.
-func (c *ttlCore) now() int64 { return c.clock.Now().UnixMilli() }
+func (c *ttlCore) now() int64 {
+	if c.clock == nil {
+		return systemMillis()
+	}
+	return c.clock.Now().UnixMilli()
+}
 
 // stamp returns v with the stamp of now in front, in c.buf.
 func (c *ttlCore) stamp(v []byte, now int64) []byte {
@@ -221,7 +233,7 @@ func (c *ttlCore) Keys(kg int, fn func(key []byte) bool) error { return c.inner.
 
 // wrapTTL returns st behind the TTL decorator of its kind.
 func wrapTTL(st State, cfg StoreConfig, ttl TTL) State {
-	core := ttlCore{inner: st, ttl: ttl.Duration.Milliseconds(), upd: ttl.Update, clock: cfg.clock()}
+	core := ttlCore{inner: st, ttl: ttl.Duration.Milliseconds(), upd: ttl.Update, clock: cfg.Clock}
 	core.clean = ttlCleaner{groups: cfg.KeyGroups, maxP: cfg.MaxParallelism, budget: ttl.CleanupPerWrite, next: cfg.KeyGroups.Start}
 	if core.clean.budget == 0 {
 		core.clean.budget = DefaultTTLCleanup

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
@@ -26,6 +27,11 @@ type Record[K, N, UK, V any] struct {
 	Namespace N
 	UserKey   UK
 	Value     V
+	// Updated is the time of the entry's last update, for a state with a
+	// TTL (runtime.TTL), whose values carry it; zero otherwise. A
+	// checkpoint holds no entry that had expired when it was taken; one
+	// may have expired since.
+	Updated time.Time
 }
 
 // Read yields the entries of state in operator, decoded with codecs. A
@@ -42,10 +48,24 @@ func Read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state s
 func read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state string, codecs Codecs[K, N, UK, V], mig *schema.Migration) runtime.Seq[Record[K, N, UK, V]] {
 	return func(yield func(Record[K, N, UK, V], error) bool) {
 		var buf []byte
+		spec, err := c.State(operator, state)
+		if err != nil {
+			yield(Record[K, N, UK, V]{}, err)
+			return
+		}
 		for e, err := range c.Entries(ctx, operator, state) {
 			if err != nil {
 				yield(Record[K, N, UK, V]{}, err)
 				return
+			}
+			var updated time.Time
+			if spec.TTL != 0 {
+				stamp, v, err := runtime.SplitTTLStamp(e.Value)
+				if err != nil {
+					yield(Record[K, N, UK, V]{}, fmt.Errorf("checkpoint %s: state %q, key group %d: %w", c.name, state, e.KeyGroup, err))
+					return
+				}
+				updated, e.Value = time.UnixMilli(stamp).UTC(), v
 			}
 			if mig != nil && mig.Rewrites() {
 				if buf, err = mig.Transcode(buf[:0], e.Value); err != nil {
@@ -54,7 +74,7 @@ func read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state s
 				}
 				e.Value = buf
 			}
-			r := Record[K, N, UK, V]{KeyGroup: e.KeyGroup}
+			r := Record[K, N, UK, V]{KeyGroup: e.KeyGroup, Updated: updated}
 			if err = decodeKey(codecs.Key, e.Key, &r.Key, "key"); err == nil {
 				if err = decodeKey(codecs.Namespace, e.Namespace, &r.Namespace, "namespace"); err == nil {
 					if err = decodeKey(codecs.UserKey, e.UserKey, &r.UserKey, "user key"); err == nil {

@@ -60,6 +60,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dave/jennifer/jen"
 
@@ -465,6 +466,21 @@ func (e *emitter) open(s *model.StateStruct) {
 	e.f.Line()
 }
 
+// durationExpr returns d as Go source that reads well: n * time.Hour, or
+// the largest unit of which d is a whole number (d is a positive whole
+// number of milliseconds).
+func durationExpr(d time.Duration) jen.Code {
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"Hour", time.Hour}, {"Minute", time.Minute}, {"Second", time.Second}, {"Millisecond", time.Millisecond}} {
+		if d%u.d == 0 {
+			return jen.Lit(int(d/u.d)).Op("*").Qual("time", u.name)
+		}
+	}
+	return jen.Lit(int(d))
+}
+
 // descriptor returns the type of the runtime descriptor of state st and
 // the fields of its value.
 func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
@@ -492,6 +508,13 @@ func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
 	if st.UserKey != nil {
 		targs = append(targs, e.typ(st.UserKey))
 		dict[jen.Id("UserKey")] = e.codecExpr(st.UserKey)
+	}
+	if st.TTL != 0 {
+		ttl := jen.Dict{jen.Id("Duration"): durationExpr(st.TTL)}
+		if st.TTLOnRead {
+			ttl[jen.Id("Update")] = jen.Qual(RuntimePath, "TTLOnReadAndWrite")
+		}
+		dict[jen.Id("TTL")] = jen.Qual(RuntimePath, "TTL").Values(ttl)
 	}
 	if len(st.Migrations) > 0 {
 		var ms []jen.Code

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/tools/go/packages"
 
@@ -421,8 +422,9 @@ func (l *loader) stateStruct(ts *ast.TypeSpec) *model.StateStruct {
 		fpos := l.pos(f.Pos())
 		tag := reflect.StructTag(st.Tag(i))
 		name, hasTag := tag.Lookup(TagKey)
+		var options string
 		if hasTag {
-			name, _, _ = strings.Cut(name, ",")
+			name, options, _ = strings.Cut(name, ",")
 		}
 		if name == "-" {
 			continue
@@ -447,6 +449,9 @@ func (l *loader) stateStruct(ts *ast.TypeSpec) *model.StateStruct {
 		if s == nil {
 			continue
 		}
+		if !l.options(s, options, fpos, prefix) {
+			continue
+		}
 		if prev, dup := byName[name]; dup {
 			l.errorf(fpos, "%sduplicate state name: field %s (%s:%d:%d) already declares it", prefix, prev.Field, filepath.Base(prev.Pos.Filename), prev.Pos.Line, prev.Pos.Column)
 			continue
@@ -455,6 +460,62 @@ func (l *loader) stateStruct(ts *ast.TypeSpec) *model.StateStruct {
 		ss.States = append(ss.States, s)
 	}
 	return ss
+}
+
+// options applies the options of a state's tag, after its name:
+//
+//	ttl=<duration>                 the state's TTL (runtime.TTL.Duration), a
+//	                               time.ParseDuration string, positive and in
+//	                               whole milliseconds
+//	ttlupdate=create-and-write     entries are renewed when written (the default)
+//	ttlupdate=read-and-write       and when read (runtime.TTLOnReadAndWrite)
+//
+// It reports problems at pos and returns false if there were any.
+func (l *loader) options(s *model.State, options string, pos token.Position, prefix string) bool {
+	ok := true
+	bad := func(format string, args ...any) {
+		l.errorf(pos, "%stag %s:%q: %s", prefix, TagKey, s.Name+","+options, fmt.Sprintf(format, args...))
+		ok = false
+	}
+	update := ""
+	for opt := range strings.SplitSeq(options, ",") {
+		if options == "" {
+			break
+		}
+		key, val, hasVal := strings.Cut(opt, "=")
+		switch {
+		case key == "ttl" && hasVal:
+			d, err := time.ParseDuration(val)
+			switch {
+			case err != nil:
+				bad("ttl=%s is not a duration (write it as time.ParseDuration reads it: 30m, 24h, 1h30m)", val)
+			case d <= 0:
+				bad("ttl=%s: a TTL must be positive (leave the option out for none)", val)
+			case d%time.Millisecond != 0:
+				bad("ttl=%s: a TTL is a whole number of milliseconds", val)
+			}
+			s.TTL = d
+		case key == "ttlupdate" && hasVal:
+			update = val
+			switch val {
+			case runtime.TTLOnCreateAndWrite.String():
+			case runtime.TTLOnReadAndWrite.String():
+				s.TTLOnRead = true
+			default:
+				bad("ttlupdate=%s: want %s or %s", val, runtime.TTLOnCreateAndWrite, runtime.TTLOnReadAndWrite)
+			}
+		default:
+			bad("unknown option %q (the options are ttl=<duration> and ttlupdate=create-and-write|read-and-write)", opt)
+		}
+	}
+	switch {
+	case !ok:
+	case update != "" && s.TTL == 0:
+		bad("ttlupdate without ttl=<duration>")
+	case s.TTL != 0 && s.Timers:
+		bad("timers take no TTL: a timer lives until it fires or is deleted")
+	}
+	return ok
 }
 
 // state converts the state declared by field f.

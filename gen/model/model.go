@@ -53,6 +53,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/schema"
@@ -379,6 +380,11 @@ type State struct {
 	// Migrations are the user's functions that migrate the state's values
 	// from older value types (//stategen:migrate).
 	Migrations []*Migration
+	// TTL is the state's time to live (the tag option ttl=), zero for
+	// none; TTLOnRead reports ttlupdate=read-and-write: reads renew
+	// entries too (runtime.TTL).
+	TTL       time.Duration
+	TTLOnRead bool
 }
 
 // Migration is a function the user wrote, marked //stategen:migrate, that

@@ -1,0 +1,8 @@
+package badoption
+
+import "github.com/stategen/stategen/runtime"
+
+//stategen:state
+type S struct {
+	F runtime.Value[string, int64] `state:"x,ttl=1h,compress"`
+}
