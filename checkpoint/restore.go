@@ -177,7 +177,9 @@ type InstancePlan struct {
 	Reads []FileRead
 	// OperatorStates are the operator-state blobs of every old instance, in
 	// old-instance order (union redistribution): a source finds its
-	// positions among them. Instances without a blob are skipped.
+	// positions among them. Instances without a blob are skipped. They are
+	// the operators' own blobs: operator lists (runtime.OperatorList) are
+	// not in them, but restored into their handles.
 	OperatorStates [][]byte
 }
 
@@ -202,9 +204,15 @@ func (o *Operator) Plan(parallelism int) ([]InstancePlan, error) {
 		return nil, err
 	}
 	var blobs [][]byte
-	for _, in := range o.Instances {
-		if in.OperatorState != nil {
-			blobs = append(blobs, in.OperatorState)
+	for k, in := range o.Instances {
+		// The operator's own blobs; its operator lists are restored
+		// into their handles (see operatorLists).
+		own, _, err := runtime.DecodeOperatorState(in.OperatorState)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: operator %q, instance %d: %w", o.ID, k, err)
+		}
+		if own != nil {
+			blobs = append(blobs, own)
 		}
 	}
 	plans := make([]InstancePlan, parallelism)
@@ -561,6 +569,10 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 	if err != nil {
 		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 	}
+	restoreLists, err := op.operatorLists(store, plan.Index, plan.Parallelism, policy)
+	if err != nil {
+		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
+	}
 	if cfg.KeyGroups != plan.KeyGroups {
 		return stats, fmt.Errorf("%w: checkpoint: restore %s: the store owns key groups %v, the plan restores %v",
 			runtime.ErrInvalidKeyGroup, r.name, cfg.KeyGroups, plan.KeyGroups)
@@ -623,7 +635,92 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 			return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 		}
 	}
+	if err := restoreLists(); err != nil {
+		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
+	}
 	return stats, nil
+}
+
+// operatorLists checks the operator lists (runtime.OperatorList,
+// runtime.UnionList) in the operator-state blobs of o's instances against
+// those bound to store, and returns the function that restores, into each
+// bound list, its share for new instance index of parallelism (its origin
+// kept). A list in the checkpoint that is bound as the other mode or with
+// another fingerprint fails (runtime.ErrStateMismatch: operator lists do
+// not migrate); one that no handle binds fails too, unless policy is
+// DropUnknownStates — it cannot be kept, as it lives in its handle.
+func (o *Operator) operatorLists(store runtime.Store, index, parallelism int, policy UnknownStatePolicy) (func() error, error) {
+	bound := runtime.OperatorLists(store)
+	type found struct {
+		spec  runtime.OperatorListSpec
+		lists [][]runtime.OriginElement // by old instance
+	}
+	byName := map[string]*found{}
+	var names []string
+	for k, in := range o.Instances {
+		_, lists, err := runtime.DecodeOperatorState(in.OperatorState)
+		if err != nil {
+			return nil, fmt.Errorf("operator %q, instance %d: %w", o.ID, k, err)
+		}
+		for _, l := range lists {
+			f := byName[l.Name]
+			if f == nil {
+				f = &found{spec: l.OperatorListSpec, lists: make([][]runtime.OriginElement, len(o.Instances))}
+				byName[l.Name] = f
+				names = append(names, l.Name)
+			} else if f.spec != l.OperatorListSpec {
+				return nil, fmt.Errorf("%w: operator %q: instances disagree on operator list %q", ErrCorrupt, o.ID, l.Name)
+			}
+			for _, e := range l.Elements {
+				f.lists[k] = append(f.lists[k], runtime.OriginElement{Origin: k, Data: e})
+			}
+		}
+	}
+	slices.Sort(names)
+	var apply []func() error
+	var errs []error
+	for _, name := range names {
+		f := byName[name]
+		i := slices.IndexFunc(bound, func(b runtime.OperatorListSpec) bool { return b.Name == name })
+		if i < 0 {
+			if policy != DropUnknownStates {
+				errs = append(errs, fmt.Errorf("%w: operator %q: the checkpoint holds operator list %q, which no handle of the store binds (bind it before the restore, or restore with DropUnknownStates)",
+					ErrUnknownState, o.ID, name))
+			}
+			continue
+		}
+		b := bound[i]
+		switch {
+		case b.Union != f.spec.Union:
+			errs = append(errs, fmt.Errorf("%w: operator list %q: checkpointed as %s, bound as %s",
+				runtime.ErrStateMismatch, name, listMode(f.spec.Union), listMode(b.Union)))
+			continue
+		case b.Fingerprint != f.spec.Fingerprint:
+			errs = append(errs, fmt.Errorf("%w: operator list %q: checkpointed with fingerprint %q, bound with %q (operator lists do not migrate)",
+				runtime.ErrStateMismatch, name, f.spec.Fingerprint, b.Fingerprint))
+			continue
+		}
+		share := runtime.SplitOperatorList(f.spec.Union, f.lists, index, parallelism)
+		apply = append(apply, func() error { return runtime.RestoreOperatorList(store, name, share) })
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return func() error {
+		for _, fn := range apply {
+			if err := fn(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+func listMode(union bool) string {
+	if union {
+		return "a union list"
+	}
+	return "an even-split list"
 }
 
 // Restore opens checkpoint ckpt of s and restores the share of instance

@@ -13,6 +13,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/checkpoint"
@@ -407,5 +408,88 @@ func TestGeneratedTTL(t *testing.T) {
 	clock.Advance(10 * time.Minute) // +49m: cy (+10m) and dee (+15m) expire
 	if got := live(); !slices.Equal(got, users[4:]) {
 		t.Errorf("at +49m: live %v, want %v", got, users[4:])
+	}
+}
+
+// TestGeneratedOperatorLists: the generated OpenSourceState binds typed
+// operator lists whose elements travel in the instances' operator-state
+// blobs; after a rescale from 2 to 3 instances the positions are split
+// evenly, every instance has every pending commit, and each element knows
+// the old instance it came from.
+func TestGeneratedOperatorLists(t *testing.T) {
+	ctx := context.Background()
+	dir, err := checkpoint.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snaps []checkpoint.InstanceSnapshot
+	for i := range 2 {
+		r, _ := runtime.KeyGroupRangeForOperator(runtime.DefaultMaxParallelism, 2, i)
+		store, err := btree.New(btree.Options{StoreConfig: runtime.StoreConfig{KeyGroups: r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		// What the driver's Instance holds for the instance's life.
+		ops := runtime.OperatorStatesOf(store)
+		ss, err := OpenSourceState(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range 3 {
+			ss.Positions.Add(Position{Partition: int32(3*i + p), Offset: int64(1000*i + p)})
+		}
+		ss.Pending.Add(Event{ID: int64(i), Name: fmt.Sprint("txn-", i), Tags: []string{}, Counts: map[string]int64{}})
+		snap, err := store.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := checkpoint.WriteInstance(ctx, dir, "chk-1", fmt.Sprintf("op-%d.sgc", i), snap, nil)
+		snap.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.OperatorState = ops.Encode(nil)
+		snaps = append(snaps, in)
+	}
+	op, err := checkpoint.NewOperator("op", snaps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Commit(ctx, dir, "chk-1", &checkpoint.Metadata{Operators: []checkpoint.Operator{op}}); err != nil {
+		t.Fatal(err)
+	}
+	var partitions []int32
+	for i := range 3 {
+		r, _ := runtime.KeyGroupRangeForOperator(runtime.DefaultMaxParallelism, 3, i)
+		store, err := cow.New(cow.Options{StoreConfig: runtime.StoreConfig{KeyGroups: r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		ss, err := OpenSourceState(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := checkpoint.Restore(ctx, dir, "chk-1", "op", i, 3, store, nil); err != nil {
+			t.Fatal(err)
+		}
+		pos := ss.Positions.Elements()
+		if len(pos) != 2 {
+			t.Errorf("instance %d of 3 has %d positions, want 2 of the 6", i, len(pos))
+		}
+		for _, p := range pos {
+			if int(p.Value.Partition)/3 != p.Origin || p.Value.Offset != int64(1000*p.Origin)+int64(p.Value.Partition%3) {
+				t.Errorf("instance %d: position %+v", i, p)
+			}
+			partitions = append(partitions, p.Value.Partition)
+		}
+		pending := ss.Pending.Elements()
+		if len(pending) != 2 || pending[0].Value.Name != "txn-0" || pending[1].Origin != 1 || pending[1].Value.Name != "txn-1" {
+			t.Errorf("instance %d: pending %+v, want both old instances' commits", i, pending)
+		}
+	}
+	if !slices.Equal(partitions, []int32{0, 1, 2, 3, 4, 5}) {
+		t.Errorf("the new instances read partitions %v, want each of 0..5 once", partitions)
 	}
 }

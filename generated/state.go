@@ -53,3 +53,14 @@ type ExpiringState struct {
 	Views    runtime.Map[string, string, int64]          `state:"views,ttl=24h,ttlupdate=read-and-write"`
 	Recent   runtime.SubKeyedList[string, Window, Event] `state:"recent,ttl=1h30m"`
 }
+
+// SourceState is the operator state of a source and its sink: the
+// positions the source reads from, split evenly among the instances when
+// the job is rescaled, and the commits the sink left pending, which every
+// instance sees after a restore.
+//
+//stategen:state
+type SourceState struct {
+	Positions runtime.OperatorList[Position] `state:"positions"`
+	Pending   runtime.UnionList[Event]       `state:"pending"`
+}

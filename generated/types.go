@@ -124,3 +124,9 @@ type Agg2 struct {
 	Label Level
 	Set   map[[2]uint8]struct{}
 }
+
+// Position is where a source instance reads a partition from.
+type Position struct {
+	Partition int32
+	Offset    int64
+}

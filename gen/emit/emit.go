@@ -106,7 +106,9 @@ func newEmitter(pkg *model.Package) (*emitter, error) {
 	}
 	for _, s := range pkg.Structs {
 		for _, st := range s.States {
-			e.use(st.Key, true)
+			if st.Key != nil {
+				e.use(st.Key, true)
+			}
 			if st.Namespace != nil {
 				e.use(st.Namespace, true)
 			}
@@ -491,6 +493,14 @@ func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
 			jen.Id("Schema"):      jen.Lit(st.Schema()),
 			jen.Id("Key"):         e.codecExpr(st.Key),
 			jen.Id("Namespace"):   e.codecExpr(st.Namespace),
+		}
+	}
+	if st.Operator {
+		return jen.Qual(RuntimePath, "OperatorListDescriptor").Types(e.typ(st.Value)), jen.Dict{
+			jen.Id("Name"):        jen.Lit(st.Name),
+			jen.Id("Fingerprint"): jen.Lit(st.Fingerprint()),
+			jen.Id("Schema"):      jen.Lit(st.Schema()),
+			jen.Id("Value"):       e.codecExpr(st.Value),
 		}
 	}
 	targs := []jen.Code{e.typ(st.Key)}

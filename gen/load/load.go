@@ -324,6 +324,10 @@ func (l *loader) migration(mp *model.Package, fd *ast.FuncDecl, state string) {
 		l.errorf(pos, "%sstate %q holds timers, which have no values to migrate", prefix, state)
 		return
 	}
+	if target.Operator {
+		l.errorf(pos, "%sstate %q is an operator list, whose elements do not migrate", prefix, state)
+		return
+	}
 	obj, _ := l.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
 	if obj == nil {
 		l.errorf(pos, "%sno type information", prefix)
@@ -385,6 +389,8 @@ var handleKinds = map[string]struct {
 	subKeyed bool
 }{
 	"Timers":            {model.KindSortedMap, false},
+	"OperatorList":      {model.KindList, false},
+	"UnionList":         {model.KindList, false},
 	"Value":             {model.KindValue, false},
 	"SubKeyedValue":     {model.KindValue, true},
 	"List":              {model.KindList, false},
@@ -514,6 +520,8 @@ func (l *loader) options(s *model.State, options string, pos token.Position, pre
 		bad("ttlupdate without ttl=<duration>")
 	case s.TTL != 0 && s.Timers:
 		bad("timers take no TTL: a timer lives until it fires or is deleted")
+	case s.TTL != 0 && s.Operator:
+		bad("operator lists take no TTL: they belong to the instance, not to a key")
 	}
 	return ok
 }
@@ -538,14 +546,18 @@ func (l *loader) state(f *types.Var, name string, pos token.Position, prefix str
 			l.errorf(pos, "%sthe field's type does not type-check%s", prefix, l.typeErrors())
 			return nil
 		}
-		l.errorf(pos, "%stype %s is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap, a SubKeyed variant or runtime.Timers; tag the field %s:\"-\" to leave it out)",
+		l.errorf(pos, "%stype %s is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap, a SubKeyed variant, runtime.Timers, runtime.OperatorList or runtime.UnionList; tag the field %s:\"-\" to leave it out)",
 			prefix, l.typeString(ft), TagKey)
 		return nil
 	}
-	s := &model.State{Field: f.Name(), Name: name, Kind: hk.kind, SubKeyed: hk.subKeyed, Timers: named.Obj().Name() == "Timers", Pos: pos}
+	hname := named.Obj().Name()
+	s := &model.State{Field: f.Name(), Name: name, Kind: hk.kind, SubKeyed: hk.subKeyed, Timers: hname == "Timers",
+		Operator: hname == "OperatorList" || hname == "UnionList", Union: hname == "UnionList", Pos: pos}
 	args := named.TypeArgs()
 	roles := []model.Role{model.RoleKey}
 	switch {
+	case s.Operator:
+		roles = []model.Role{model.RoleValue}
 	case s.Timers:
 		roles = append(roles, model.RoleNamespace)
 	default:

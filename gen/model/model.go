@@ -373,8 +373,12 @@ type State struct {
 	// Kind is KindSortedMap, as stored (see schema.Timers), and it has a
 	// Key and a Namespace but no UserKey or Value.
 	Timers bool
-	// Key is always set, Namespace for sub-keyed states and timers, UserKey
-	// for maps, Value for all but timers.
+	// Operator marks an operator list (runtime.OperatorList, or
+	// runtime.UnionList if Union): a list of Value per operator instance,
+	// with no Key.
+	Operator, Union bool
+	// Key is set for all but operator lists, Namespace for sub-keyed
+	// states and timers, UserKey for maps, Value for all but timers.
 	Key, Namespace, UserKey, Value *Type
 	Pos                            token.Position // the field's position
 	// Migrations are the user's functions that migrate the state's values
@@ -410,8 +414,13 @@ func (s *State) MigrationSchema(m *Migration) string {
 // Handle returns the name of the runtime handle type of s, such as
 // "SubKeyedSortedMap".
 func (s *State) Handle() string {
-	if s.Timers {
+	switch {
+	case s.Timers:
 		return "Timers"
+	case s.Union:
+		return "UnionList"
+	case s.Operator:
+		return "OperatorList"
 	}
 	var n string
 	switch s.Kind {
@@ -435,6 +444,9 @@ func (s *State) Handle() string {
 func (s *State) SchemaState() *schema.State {
 	if s.Timers {
 		return schema.Timers(s.Key.SchemaType(), s.Namespace.SchemaType())
+	}
+	if s.Operator {
+		return schema.OperatorList(s.Value.SchemaType())
 	}
 	st := &schema.State{Kind: runtime.Kind(s.Kind), SubKeyed: s.SubKeyed, Key: s.Key.SchemaType(), Value: s.Value.SchemaType()}
 	if s.Namespace != nil {

@@ -122,6 +122,13 @@ func Timers(key, ns *Type) *State {
 	}
 }
 
+// OperatorList returns the schema of an operator list (runtime.OperatorList,
+// runtime.UnionList) of elements of type value: a list with no key (the
+// empty struct), whose fingerprint its operator-state container records.
+func OperatorList(value *Type) *State {
+	return &State{Kind: runtime.KindList, Key: &Type{Kind: Struct}, Value: value}
+}
+
 // String returns the type in the schema grammar.
 func (t *Type) String() string {
 	var b strings.Builder

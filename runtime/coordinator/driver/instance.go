@@ -108,6 +108,7 @@ type Instance struct {
 	op        string
 	object    string
 	store     runtime.Store
+	ops       *runtime.OperatorStates // the store's operator lists, kept alive
 	writer    *checkpoint.WriterOptions
 
 	triggers chan Trigger
@@ -130,9 +131,10 @@ type attempt struct {
 	t        Trigger
 	taken    bool                      // Snapshot or Decline was called
 	async    *checkpoint.AsyncSnapshot // the write, once started
-	blob     []byte
-	finished bool // snapshotted after Finish
-	aborted  bool // NotifyAborted arrived
+	blob     []byte                    // the operator's own, for its notifications
+	encoded  []byte                    // blob and the store's operator lists (runtime.OperatorStates.Encode)
+	finished bool                      // snapshotted after Finish
+	aborted  bool                      // NotifyAborted arrived
 }
 
 // Upstream is where an Instance sends its answers to triggers, and whom
@@ -238,6 +240,7 @@ func newInstance(opts InstanceOptions, up Upstream, clock Clock, ioTimeout time.
 		op:        opts.Operator,
 		object:    object,
 		store:     opts.Store,
+		ops:       runtime.OperatorStatesOf(opts.Store),
 		writer:    opts.Writer,
 		triggers:  make(chan Trigger, size),
 		notes:     make(chan Notification, size),
@@ -306,6 +309,9 @@ func (in *Instance) snapshot(t Trigger, operatorState []byte, finished bool) err
 		return ErrInstanceClosed
 	}
 	a.blob = slices.Clone(operatorState)
+	// The operator lists bound to the store are captured now, with the
+	// store's snapshot, in the blob the checkpoint records.
+	a.encoded = in.ops.Encode(operatorState)
 	a.finished = finished
 	a.async = checkpoint.WriteAsync(in.ctx, snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
 	if a.aborted {
@@ -383,7 +389,7 @@ func (in *Instance) finish(a *attempt) {
 	}
 	// A write that finished although its checkpoint was aborted is
 	// acknowledged all the same: the coordinator deletes late files.
-	res.Snapshot.OperatorState = a.blob
+	res.Snapshot.OperatorState = a.encoded
 	if err := in.up.Ack(a.t, in.id, Acknowledgement{Result: res, Finished: a.finished}); err != nil {
 		// The coordinator is gone: nobody will delete the file but us.
 		ctx, cancel := context.WithTimeout(context.Background(), in.ioTimeout)

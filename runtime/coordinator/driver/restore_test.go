@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -232,5 +233,60 @@ func TestDriverLogsEveryCheckpoint(t *testing.T) {
 	sum := c.Stats().Summary()
 	if sum.Completed != 1 || sum.Bytes.Min <= 0 || sum.AsyncDuration.Max <= 0 {
 		t.Errorf("summary %+v", sum)
+	}
+}
+
+// TestOperatorListsThroughTheDriver: the operator lists bound to an
+// instance's store travel in its checkpoints with the operator's own blob,
+// even once the operator has let go of its handles (the instance keeps
+// them), and RestoreLatest at another parallelism redistributes them and
+// hands back only the own blobs.
+func TestOperatorListsThroughTheDriver(t *testing.T) {
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Retained: 2})
+	ops := []*operator{newOperator(t, c, 0, 2, InstanceOptions{}), newOperator(t, c, 1, 2, InstanceOptions{})}
+	d := runtime.OperatorListDescriptor[int64]{Name: "offsets", Value: runtime.Int64Codec{}}
+	for i, o := range ops {
+		l, err := runtime.NewOperatorList(o.store, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 4 {
+			if err := l.Add(int64(10*i + k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	goruntime.GC() // the handles are gone; the instances keep the lists
+	goruntime.GC()
+	id := completeOne(t, c, clock, ops)
+	_, wantBlobs := wantAt(t, id, ops)
+	var got []int64
+	for i := range 4 {
+		o := newOperator(t, nil, i, 4, InstanceOptions{})
+		l, err := runtime.NewOperatorList(o.store, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := RestoreLatest(context.Background(), s, "counter", i, 4, o.store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cmp.Equal(wantBlobs, r.OperatorStates) {
+			t.Errorf("instance %d of 4: own blobs %x, want %x", i, r.OperatorStates, wantBlobs)
+		}
+		for _, e := range l.Elements() {
+			if int(e.Value/10) != e.Origin {
+				t.Errorf("instance %d of 4: offset %d has origin %d", i, e.Value, e.Origin)
+			}
+			got = append(got, e.Value)
+		}
+		if n := len(l.Get()); n != 2 {
+			t.Errorf("instance %d of 4 got %d offsets, want 2 of the 8", i, n)
+		}
+	}
+	if want := []int64{0, 1, 2, 3, 10, 11, 12, 13}; !cmp.Equal(got, want) {
+		t.Errorf("offsets after the rescale: %v, want %v", got, want)
 	}
 }
