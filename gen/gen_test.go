@@ -118,7 +118,7 @@ func TestUnsupportedTypes(t *testing.T) {
 		{"mapkey", `state "F": field F: type map[string]int is not supported as a key (as the user key: maps have no order-preserving encoding)`},
 		{"pointerkey", `state "F": field F: type *int64 is not supported as a key (pointers have no order-preserving encoding; use the value)`},
 		{"structkey", `state "F": field F: type []string is not supported as a key (as the namespace, in field Window.Tags: slices have no order-preserving encoding; of slices only []byte can be a key)`},
-		{"notahandle", `state "F": field F: type map[string]int64 is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap, a SubKeyed variant or runtime.Timers; tag the field state:"-" to leave it out)`},
+		{"notahandle", `state "F": field F: type map[string]int64 is not a state handle (want runtime.Value, runtime.List, runtime.Map, runtime.SortedMap, a SubKeyed variant, runtime.Timers, runtime.OperatorList or runtime.UnionList; tag the field state:"-" to leave it out)`},
 		{"duplicate", `state "x": field G: duplicate state name: field F (x.go:7:2) already declares it`},
 		{"badname", `state "a/b": field F: invalid state name: state name "a/b" contains a path separator`},
 		{"ttlzero", `state "x": field F: tag state:"x,ttl=0s": ttl=0s: a TTL must be positive (leave the option out for none)`},
