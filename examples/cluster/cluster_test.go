@@ -365,6 +365,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"coordinator", "-checkpoints", "/x"}, "-parallelism: 0 is not positive"},
 		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "-1"}, "-parallelism: -1 is not positive"},
 		{[]string{"coordinator", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "3", "-metrics-addr", "9464"}, `-metrics-addr: "9464": want HOST:PORT`},
+		{[]string{"coordinator", "-checkpoints", "/x", "-parallelism", "3", "-metrics-addr", "127.0.0.1:http"}, `port "http" is not a number`},
+		{[]string{"worker", "-checkpoints", "/x", "-parallelism", "2", "-index", "0", "-out", "f", "-metrics-addr", "127.0.0.1:70000"}, `port "70000" is not a number in [0, 65535]`},
+		{[]string{"worker", "-checkpoints", "/x", "-parallelism", "2", "-index", "0", "-out", "f", "-decline-every", "-1"}, "-decline-every: -1 is negative"},
 		{[]string{"verify"}, "no dump files given"},
 	} {
 		var out, errb bytes.Buffer

@@ -23,6 +23,7 @@ type common struct {
 	job         string
 	checkpoints string
 	lease       time.Duration
+	metricsAddr string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -30,6 +31,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.job, "job", "clicks", "the job's name (its keys in etcd are /stategen/NAME/)")
 	fs.StringVar(&c.checkpoints, "checkpoints", "", "checkpoint storage: s3://BUCKET/PREFIX?endpoint=HOST:PORT, or a shared directory")
 	fs.DurationVar(&c.lease, "lease", 2*time.Second, "etcd lease TTL: how long a dead process holds its place")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port, logged); empty: no metrics")
 }
 
 // check validates the common flags.
@@ -44,7 +46,7 @@ func (c *common) check() error {
 	case c.lease < time.Second:
 		return fmt.Errorf("-lease: %v is shorter than etcd's one-second lease granularity", c.lease)
 	}
-	return nil
+	return checkMetricsAddr(c.metricsAddr)
 }
 
 // connect opens the etcd client and the checkpoint storage.

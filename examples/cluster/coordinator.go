@@ -49,6 +49,12 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) int {
 	if *name != "" {
 		log = log.With("name", *name)
 	}
+	ms, err := serveMetrics(c.metricsAddr, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "cluster coordinator: %v\n", err)
+		return 1
+	}
+	defer ms.Close()
 	cli, storage, err := c.connect(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "cluster coordinator: %v\n", err)
@@ -69,6 +75,8 @@ func runCoordinator(ctx context.Context, args []string, stderr io.Writer) int {
 		Logger:   log,
 		// The job graph: no checkpoint completes without every worker.
 		Expected: map[string]int{pipeline.Operator: *parallelism},
+		// The checkpoint metrics, while this coordinator leads.
+		MeterProvider: ms.Provider(),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "cluster coordinator: %v\n", err)

@@ -185,12 +185,13 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-// coordinator starts a coordinator of the job at parallelism p.
-func (c *cluster) coordinator(name string, p int) *proc {
-	return c.start(name, "coordinator", "-etcd", c.etcd.Endpoint(), "-job", jobName,
+// coordinator starts a coordinator of the job at parallelism p, with
+// extra flags.
+func (c *cluster) coordinator(name string, p int, extra ...string) *proc {
+	return c.start(name, append([]string{"coordinator", "-etcd", c.etcd.Endpoint(), "-job", jobName,
 		"-checkpoints", c.url, "-interval", interval.String(), "-lease", lease.String(),
 		"-timeout", "1s", "-tolerable-failures", strconv.Itoa(c.tolerable), "-name", name,
-		"-parallelism", strconv.Itoa(p))
+		"-parallelism", strconv.Itoa(p)}, extra...)...)
 }
 
 // job starts the two coordinators of generation gen at parallelism p, then
@@ -211,15 +212,15 @@ func (c *cluster) job(gen, p int) (workers []*proc, dumps []string, coords map[s
 	return workers, dumps, coords
 }
 
-// worker starts worker i of p of generation gen, and returns it and the
-// file it dumps its final state to.
-func (c *cluster) worker(gen, i, p int) (*proc, string) {
+// worker starts worker i of p of generation gen, with extra flags, and
+// returns it and the file it dumps its final state to.
+func (c *cluster) worker(gen, i, p int, extra ...string) (*proc, string) {
 	out := filepath.Join(c.dir, fmt.Sprintf("dump-%d-%d", gen, i))
-	return c.start(fmt.Sprintf("worker-%d-%d", gen, i), "worker",
+	return c.start(fmt.Sprintf("worker-%d-%d", gen, i), append([]string{"worker",
 		"-etcd", c.etcd.Endpoint(), "-job", jobName, "-checkpoints", c.url, "-lease", lease.String(),
 		"-index", strconv.Itoa(i), "-parallelism", strconv.Itoa(p),
 		"-events", strconv.FormatInt(c.stream.Len, 10), "-seed", strconv.FormatUint(c.stream.Seed, 10),
-		"-users", strconv.Itoa(c.stream.Users), "-rate", strconv.Itoa(c.rate), "-out", out), out
+		"-users", strconv.Itoa(c.stream.Users), "-rate", strconv.Itoa(c.rate), "-out", out}, extra...)...), out
 }
 
 // members counts the registered instances.

@@ -40,6 +40,15 @@
 // workers that restore — is the orchestrator's part (Kubernetes, or Flink's
 // JobManager); the tests and scripts/cluster-demo.sh play it.
 //
+// Both serve their metrics when given -metrics-addr HOST:PORT (port 0
+// picks a free one, logged as "serving metrics"): OpenTelemetry's
+// Prometheus exporter at http://HOST:PORT/metrics. A coordinator exports
+// the job's checkpoint metrics while it leads (completed, failed by
+// reason, durations, sizes; see package runtime/coordinator/metrics), a
+// worker its restore and its store's state sizes and live snapshots.
+// A worker with -decline-every N declines every Nth checkpoint it is
+// triggered for, a failure to watch in the metrics (the tests use it).
+//
 // verify recomputes the reference (the whole stream on one in-process
 // store), reads the workers' dumps and compares their union with it: exit
 // 0 if they are equal, 1 if not.

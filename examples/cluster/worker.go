@@ -12,8 +12,10 @@ import (
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/examples/clickstream/pipeline"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/coordinator"
 	"github.com/stategen/stategen/runtime/coordinator/driver"
 	"github.com/stategen/stategen/runtime/coordinator/etcdcoord"
+	"github.com/stategen/stategen/runtime/coordinator/metrics"
 )
 
 // workerConfig is what a worker needs besides the common flags.
@@ -23,6 +25,7 @@ type workerConfig struct {
 	rate                               float64
 	out                                string
 	finalWait                          time.Duration
+	declineEvery                       int
 }
 
 // runWorker is "cluster worker".
@@ -41,6 +44,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.Float64Var(&w.rate, "rate", 0, "stream offsets read per second (0: unlimited)")
 	fs.StringVar(&w.out, "out", "", "file to write the final state dump to (required)")
 	fs.DurationVar(&w.finalWait, "final-wait", time.Minute, "at the end of the stream, how long to wait for the job's final checkpoint (0: do not wait)")
+	fs.IntVar(&w.declineEvery, "decline-every", 0, "decline every Nth checkpoint trigger, a failure that shows in the metrics (0: never)")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
@@ -67,6 +71,8 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		bad = errors.New("-out: required (the file of the final state dump)")
 	case w.finalWait < 0:
 		bad = fmt.Errorf("-final-wait: %v is negative", w.finalWait)
+	case w.declineEvery < 0:
+		bad = fmt.Errorf("-decline-every: %d is negative", w.declineEvery)
 	}
 	if bad != nil {
 		fmt.Fprintf(stderr, "cluster worker: %v\n", bad)
@@ -94,10 +100,17 @@ type worker struct {
 	// reflects every event of g with an offset <= max(th[g], last).
 	th   []int64
 	last int64
+	// triggers counts the triggers taken, for -decline-every.
+	triggers int
 }
 
 // work runs a worker to the end of the stream.
 func work(ctx context.Context, c common, cfg workerConfig, log *slog.Logger) error {
+	ms, err := serveMetrics(c.metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer ms.Close()
 	cli, storage, err := c.connect(ctx)
 	if err != nil {
 		return err
@@ -132,6 +145,10 @@ func work(ctx context.Context, c common, cfg workerConfig, log *slog.Logger) err
 			return fmt.Errorf("restore %s: %w", res.Checkpoint, err)
 		}
 		copy(w.th, all[w.kgs.Start:w.kgs.End])
+		participant := coordinator.ParticipantID(fmt.Sprintf("%s/%d", pipeline.Operator, cfg.index))
+		if err := metrics.RecordRestore(ctx, ms.Provider(), participant, res.Stats); err != nil {
+			log.Warn("restore not recorded in the metrics", "err", err)
+		}
 		log.Info("restored", "checkpoint", res.Checkpoint, "bytes", res.Stats.BytesRead, "took", time.Since(start).Round(time.Millisecond))
 	}
 	from := cfg.stream.Len
@@ -140,8 +157,10 @@ func work(ctx context.Context, c common, cfg workerConfig, log *slog.Logger) err
 	}
 	w.last = from - 1
 	if w.inst, err = etcdcoord.Join(ctx, cli, etcdcoord.JoinOptions{
-		Job:      job,
-		Instance: driver.InstanceOptions{Operator: pipeline.Operator, Index: cfg.index, Store: w.store},
+		Job: job,
+		// The store's metrics (state sizes, live snapshots) go with the
+		// instance; it is closed before the store.
+		Instance: driver.InstanceOptions{Operator: pipeline.Operator, Index: cfg.index, Store: w.store, MeterProvider: ms.Provider()},
 		Storage:  storage,
 		LeaseTTL: c.lease,
 		Logger:   log,
@@ -265,6 +284,16 @@ func (w *worker) wait(ctx context.Context, d time.Duration) error {
 }
 
 func (w *worker) snapshot(t driver.Trigger) {
+	w.triggers++
+	if w.declineEvery > 0 && w.triggers%w.declineEvery == 0 {
+		err := fmt.Errorf("worker %d: trigger %d declined on purpose (-decline-every %d)", w.index, w.triggers, w.declineEvery)
+		if derr := w.inst.Decline(t, err); derr != nil {
+			w.log.Warn("decline", "checkpoint", uint64(t.ID), "err", derr)
+			return
+		}
+		w.log.Info("snapshot declined on purpose", "checkpoint", uint64(t.ID))
+		return
+	}
 	// A failed synchronous phase declines the checkpoint; the next one
 	// will do.
 	if err := w.inst.Snapshot(t, w.position().Marshal()); err != nil {

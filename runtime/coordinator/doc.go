@@ -178,5 +178,6 @@
 // records and a summary of every
 // completed checkpoint (min, mean and max of durations, sizes and
 // per-participant phases; Core.Stats); a driver logs the same records with
-// log/slog.
+// log/slog, and package runtime/coordinator/metrics turns them into
+// OpenTelemetry metrics.
 package coordinator

@@ -260,6 +260,12 @@ func (e *AbortError) Unwrap() []error {
 	return []error{e.Reason.Err(), e.Cause}
 }
 
+// Counted reports whether the abort counts towards
+// Config.TolerableFailures: whether it is a failure in the sense of Flink's
+// CheckpointFailureManager (see the package doc), rather than a benign end
+// — subsumed, shut down, a participant lost or not ready.
+func (e *AbortError) Counted() bool { return e.Reason.counts(e.Savepoint, e.Cause) }
+
 // counts reports whether an abort of a checkpoint (savepoint if sp) for
 // this reason and cause counts towards TolerableFailures. The rules are
 // Flink's CheckpointFailureManager: declines, expiries, I/O and finalize

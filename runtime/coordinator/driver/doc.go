@@ -184,5 +184,9 @@
 // and Warn) with its id, duration, bytes and, per participant, whether it
 // acknowledged, its sync and async durations and bytes; a failure adds its
 // reason, the participant at fault and the error. Stats serves the same
-// records, counters and a summary to other goroutines.
+// records, counters and a summary to other goroutines. With
+// Options.MeterProvider the same decisions feed OpenTelemetry instruments
+// (package runtime/coordinator/metrics), and each Instance exports its
+// store's state sizes, counted by its snapshot writes, and live snapshots
+// (InstanceOptions.MeterProvider).
 package driver

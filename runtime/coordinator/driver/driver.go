@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime/coordinator"
 )
@@ -138,6 +140,13 @@ type Options struct {
 	// triggered while an instance is missing is written and then aborted;
 	// set Expected for every keyed job.
 	Expected map[string]int
+	// MeterProvider receives the job's checkpoint metrics (package
+	// runtime/coordinator/metrics: checkpoints started, completed,
+	// failed, aborted and in progress, durations, sizes, phases), and is
+	// the default InstanceOptions.MeterProvider of the instances that
+	// Join. Nil records nothing and costs nothing. Start fails if the
+	// provider cannot create the instruments.
+	MeterProvider metric.MeterProvider
 }
 
 // Coordinator runs a coordinator.Core: it owns the goroutine that feeds the
@@ -173,6 +182,9 @@ type Coordinator struct {
 	waiters    map[coordinator.CheckpointID]chan outcome
 	later      []func() // inputs to feed the Core once the current decisions are executed
 	reserveErr error    // why the last id reservation failed
+
+	metrics       *coordMetrics        // nil without Options.MeterProvider
+	meterProvider metric.MeterProvider // for the instances that Join
 
 	mu       sync.Mutex
 	stats    *coordinator.Stats
@@ -233,6 +245,10 @@ func Start(ctx context.Context, opts Options) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.metrics, err = newCoordMetrics(opts.MeterProvider); err != nil {
+		return nil, err
+	}
+	c.meterProvider = opts.MeterProvider
 	if opts.Config.IDReservation == 0 {
 		opts.Config.IDReservation = coordinator.DefaultIDReservation
 	}
@@ -404,6 +420,7 @@ func (c *Coordinator) execute(ds []coordinator.Decision) {
 		c.stats.Observe(d)
 	}
 	c.mu.Unlock()
+	c.metrics.observe(ds)
 	for _, d := range ds {
 		switch d := d.(type) {
 		case coordinator.Trigger:

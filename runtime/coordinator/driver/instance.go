@@ -8,9 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/coordinator"
+	"github.com/stategen/stategen/runtime/coordinator/metrics"
 )
 
 // DefaultMailbox is the capacity of an Instance's Triggers and
@@ -54,6 +57,13 @@ type InstanceOptions struct {
 	Mailbox int
 	// Writer tunes the data files; nil means the defaults.
 	Writer *checkpoint.WriterOptions
+	// MeterProvider receives the store's metrics (see metrics.Store: the
+	// entries and bytes of each state at the latest checkpoint, live
+	// snapshots, and an LSM backend's engine statistics), read in a
+	// callback at collection, never on Put or Get. Nil means the
+	// Coordinator's Options.MeterProvider for an instance that joins one,
+	// and no metrics for NewInstance. Close the Instance before the store.
+	MeterProvider metric.MeterProvider
 }
 
 // Notification tells an operator that a checkpoint it took part in
@@ -110,6 +120,7 @@ type Instance struct {
 	store     runtime.Store
 	ops       *runtime.OperatorStates // the store's operator lists, kept alive
 	writer    *checkpoint.WriterOptions
+	metrics   *metrics.Store // nil without a MeterProvider
 
 	triggers chan Trigger
 	notes    chan Notification
@@ -131,6 +142,7 @@ type attempt struct {
 	t        Trigger
 	taken    bool                      // Snapshot or Decline was called
 	async    *checkpoint.AsyncSnapshot // the write, once started
+	snap     runtime.Snapshot          // what the write scans (for metrics)
 	blob     []byte                    // the operator's own, for its notifications
 	encoded  []byte                    // blob and the store's operator lists (runtime.OperatorStates.Encode)
 	finished bool                      // snapshotted after Finish
@@ -165,6 +177,9 @@ type Upstream interface {
 // graph has no such instance or its Store does not own the instance's key
 // groups (runtime.KeyGroupRangeForOperator of the operator's parallelism).
 func (c *Coordinator) Join(opts InstanceOptions) (*Instance, error) {
+	if opts.MeterProvider == nil {
+		opts.MeterProvider = c.meterProvider
+	}
 	in, err := newInstance(opts, c, c.clock, c.ioTimeout)
 	if err != nil {
 		return nil, err
@@ -231,22 +246,30 @@ func newInstance(opts InstanceOptions, up Upstream, clock Clock, ioTimeout time.
 	if size == 0 {
 		size = DefaultMailbox
 	}
+	id := coordinator.ParticipantID(fmt.Sprintf("%s/%d", opts.Operator, opts.Index))
+	sm, err := newStoreMetrics(opts.MeterProvider, id, opts.Store)
+	if err != nil {
+		return nil, fmt.Errorf("driver: InstanceOptions.MeterProvider: %s: %w", id, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &Instance{
 		up:        up,
 		clock:     clock,
 		ioTimeout: ioTimeout,
-		id:        coordinator.ParticipantID(fmt.Sprintf("%s/%d", opts.Operator, opts.Index)),
+		id:        id,
 		op:        opts.Operator,
 		object:    object,
 		store:     opts.Store,
 		ops:       runtime.OperatorStatesOf(opts.Store),
 		writer:    opts.Writer,
+		metrics:   sm,
 		triggers:  make(chan Trigger, size),
 		notes:     make(chan Notification, size),
 		ctx:       ctx,
-		cancel:    cancel,
-		attempts:  map[coordinator.CheckpointID]*attempt{},
+		// Whoever cancels the instance — Close, or Join refusing it —
+		// also stops its metrics from reading the store.
+		cancel:   func() { cancel(); _ = sm.Close() },
+		attempts: map[coordinator.CheckpointID]*attempt{},
 	}
 	return in, nil
 }
@@ -313,7 +336,8 @@ func (in *Instance) snapshot(t Trigger, operatorState []byte, finished bool) err
 	// store's snapshot, in the blob the checkpoint records.
 	a.encoded = in.ops.Encode(operatorState)
 	a.finished = finished
-	a.async = checkpoint.WriteAsync(in.ctx, snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
+	a.snap = in.metrics.Measure(snap)
+	a.async = checkpoint.WriteAsync(in.ctx, a.snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
 	if a.aborted {
 		a.async.Cancel()
 	}
@@ -387,6 +411,7 @@ func (in *Instance) finish(a *attempt) {
 		}
 		return
 	}
+	in.metrics.Publish(a.snap)
 	// A write that finished although its checkpoint was aborted is
 	// acknowledged all the same: the coordinator deletes late files.
 	res.Snapshot.OperatorState = a.encoded

@@ -18,10 +18,12 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime/coordinator"
 	"github.com/stategen/stategen/runtime/coordinator/driver"
+	"github.com/stategen/stategen/runtime/coordinator/metrics"
 )
 
 // DefaultLeaseTTL is the lease of a coordinator's election key and of a
@@ -97,6 +99,13 @@ type Options struct {
 	// checkpoint.Restore report the missing key groups). Use nil only for
 	// jobs whose instances do not partition keyed state, or in tests.
 	Expected map[string]int
+	// MeterProvider receives the job's checkpoint metrics while this
+	// coordinator leads (driver.Options.MeterProvider; package
+	// runtime/coordinator/metrics): each term's driver records into the
+	// same instruments, so counters go on across terms of one process. A
+	// standby records nothing. Nil records nothing. StartCoordinator fails
+	// if the provider cannot create the instruments.
+	MeterProvider metric.MeterProvider
 }
 
 // Coordinator is one of a job's coordinator processes. It campaigns for
@@ -152,6 +161,12 @@ func StartCoordinator(ctx context.Context, cli *clientv3.Client, opts Options) (
 		return nil, fmt.Errorf("etcdcoord: Options.Expected: %w", err)
 	}
 	opts.Expected = maps.Clone(opts.Expected)
+	if opts.MeterProvider != nil {
+		// Every term's driver creates them again: find out now.
+		if _, err := metrics.NewCheckpoints(opts.MeterProvider); err != nil {
+			return nil, fmt.Errorf("etcdcoord: Options.MeterProvider: %w", err)
+		}
+	}
 	if _, err := cli.Get(ctx, k.counter()); err != nil {
 		return nil, fmt.Errorf("etcdcoord: etcd does not answer: %w", err)
 	}
@@ -629,6 +644,8 @@ func (t *term) takeover(ctx, tctx context.Context) error {
 		Counter:     t.counter,
 		Completed:   t.index,
 		Expected:    c.opts.Expected,
+		// Each term records into the same instruments.
+		MeterProvider: c.opts.MeterProvider,
 	})
 	if err != nil {
 		return err
