@@ -57,8 +57,11 @@ import (
 const TTLStampLen = 8
 
 // DefaultTTLCleanup is the number of keys the incremental cleanup examines
-// after each write when TTL.CleanupPerWrite is zero.
-const DefaultTTLCleanup = 5
+// after each write when TTL.CleanupPerWrite is zero. Each key costs a
+// lookup of its namespaces and one of each namespace's entry, so a write
+// to a state with a TTL costs about three lookups instead of one; a full
+// sweep takes as many writes as there are keys (plus one per key group).
+const DefaultTTLCleanup = 1
 
 // TTLUpdate says which accesses renew an entry's time to live.
 type TTLUpdate uint8
@@ -474,8 +477,7 @@ func (t *ttlMap) Delete(k Key, userKey []byte) error { return t.st.Delete(k, use
 
 // Iterate calls fn with the live entries of k's map.
 func (t *ttlMap) Iterate(k Key, fn func(userKey, value []byte) bool) error {
-	return t.visit(func(f func(uk, v []byte) bool) error { return t.st.Iterate(k, f) },
-		func(f func(uk, v []byte) (MapEdit, error)) error { return t.st.Edit(k, f) }, fn)
+	return t.visit(k, func(f func(uk, v []byte) bool) error { return t.st.Iterate(k, f) }, fn)
 }
 
 // Edit walks the live entries of k's map; expired ones it meets are
@@ -484,24 +486,16 @@ func (t *ttlMap) Edit(k Key, fn func(userKey, value []byte) (MapEdit, error)) er
 	return t.edit(func(f func(uk, v []byte) (MapEdit, error)) error { return t.st.Edit(k, f) }, fn)
 }
 
-// visit is Iterate and Range over walk (the inner Iterate or Range); under
-// TTLOnReadAndWrite it walks with edit (the inner Edit or EditRange)
-// instead, renewing what it visits, unless the store refuses the write
-// (a visit from inside an iteration), in which case it walks without
-// renewing.
-func (t *ttlMap) visit(walk func(func(uk, v []byte) bool) error, edit func(func(uk, v []byte) (MapEdit, error)) error, fn func(uk, v []byte) bool) error {
+// visit is Iterate and Range over walk (the inner Iterate or Range) of k's
+// map. Under TTLOnReadAndWrite it keeps copies of the entries fn saw and
+// renews them once the walk has ended — unless the store refuses the
+// writes (a visit from inside another iteration), when they stay as they
+// were.
+func (t *ttlMap) visit(k Key, walk func(func(uk, v []byte) bool) error, fn func(uk, v []byte) bool) error {
 	now := t.now()
-	if t.upd == TTLOnReadAndWrite {
-		err := t.edit(edit, func(uk, v []byte) (MapEdit, error) {
-			if !fn(uk, v) {
-				return MapEdit{}, StopEdit
-			}
-			return MapEdit{}, nil
-		})
-		if !refused(err) {
-			return err
-		}
-	}
+	refresh := t.upd == TTLOnReadAndWrite
+	var seen []byte
+	var ends []int // of user key, then value, per entry seen
 	var ierr error
 	err := walk(func(uk, b []byte) bool {
 		v, alive, err := t.live(b, now)
@@ -509,12 +503,34 @@ func (t *ttlMap) visit(walk func(func(uk, v []byte) bool) error, edit func(func(
 			ierr = err
 			return false
 		}
-		return !alive || fn(uk, v)
+		if !alive {
+			return true
+		}
+		if refresh {
+			seen = append(seen, uk...)
+			ends = append(ends, len(seen))
+			seen = append(seen, v...)
+			ends = append(ends, len(seen))
+		}
+		return fn(uk, v)
 	})
 	if ierr != nil {
 		return ierr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for i, start := 0, 0; i < len(ends); i += 2 {
+		uk, v := seen[start:ends[i]], seen[ends[i]:ends[i+1]]
+		start = ends[i+1]
+		if err := t.st.Put(k, uk, t.stamp(v, now)); err != nil {
+			if refused(err) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // edit is Edit and EditRange over the inner edit.
@@ -550,8 +566,7 @@ type ttlSortedMap struct {
 
 // Range calls fn with the live entries of k's map in [lo, hi).
 func (t *ttlSortedMap) Range(k Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
-	return t.visit(func(f func(uk, v []byte) bool) error { return t.sst.Range(k, lo, hi, reverse, f) },
-		func(f func(uk, v []byte) (MapEdit, error)) error { return t.sst.EditRange(k, lo, hi, reverse, f) }, fn)
+	return t.visit(k, func(f func(uk, v []byte) bool) error { return t.sst.Range(k, lo, hi, reverse, f) }, fn)
 }
 
 // EditRange is Edit over the entries Range visits.

@@ -140,7 +140,9 @@ func TestTTLSemantics(t *testing.T) {
 }
 
 // TestTTLMapOnReadAndWrite: reading a map entry, or visiting it, renews it
-// under TTLOnReadAndWrite; Edit deletes the expired entries it meets.
+// under TTLOnReadAndWrite, also from inside another iteration, where the
+// renewal is skipped but the visit happens once; Edit deletes the expired
+// entries it meets.
 func TestTTLMapOnReadAndWrite(t *testing.T) {
 	const ttl = time.Minute
 	for name, newStore := range backendsFor(t) {
@@ -169,11 +171,26 @@ func TestTTLMapOnReadAndWrite(t *testing.T) {
 			if !slices.Equal(keys, []int64{0, 2, 3}) {
 				t.Errorf("live keys = %v, want [0 2 3] (1 was not read)", keys)
 			}
+			// From inside another iteration of the store the visit cannot
+			// renew; it still sees each entry once.
+			for range m.Keys("k") {
+				n := 0
+				for _, err := range m.All("k") {
+					check(t, err)
+					n++
+				}
+				if n != 3 {
+					t.Fatalf("All from inside Keys saw %d entries, want 3", n)
+				}
+				break
+			}
 			first, ok, err := m.First("k")
 			if check(t, err); !ok || first.Key != 0 {
 				t.Errorf("First = %v, %v", first, ok)
 			}
-			// The raw state holds 1 no more: All's walk deleted it.
+			// Edit deletes the expired entries it meets: the raw state
+			// holds 1 no more.
+			check(t, m.Edit("k", func(uk int64, v *string) (runtime.EditAction, error) { return runtime.EditKeep, nil }))
 			raw := must[runtime.State](t)(s.Register(m.Spec()))
 			n := 0
 			check(t, raw.(runtime.MapState).Iterate(runtime.MakeKey(runtime.StringCodec{}.AppendKey(nil, "k"), nil, 16), func(uk, v []byte) bool { n++; return true }))

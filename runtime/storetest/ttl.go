@@ -305,8 +305,8 @@ func checkTTLCleanup(e *env, ts *ttlStores, clock *ManualClock) {
 			}
 		}
 		h := ts.handles[i]
-		// Each write examines DefaultTTLCleanup keys and loads at most
-		// one key group: this many writes sweep every group.
+		// Each write examines DefaultTTLCleanup key (or loads the keys of
+		// the next key group): this many writes sweep every group.
 		writes := 2*cfg.KeyGroups.Len() + 200
 		for n := range writes {
 			must(h.value.Put(key, int64(n)), "Put")
