@@ -18,6 +18,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/stategen/stategen/runtime"
@@ -204,4 +206,60 @@ func BenchmarkTimerFire(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTimerMemory registers STATEGEN_BENCH_TIMERS timers (default
+// keys=STATEGEN_BENCH_KEYS; a comma-separated list, like 1M,10M, runs each)
+// and reports the heap they keep live, after a GC, beside what was live
+// before, in MB (live-MB) and per timer (live-B/timer): on pebble the timers live on disk, and the heap
+// stays bounded — Pebble's memtables and caches, and a few prefetched
+// timers per key group — whatever their number, while the heap baseline
+// and the in-memory backends grow with it. Run it with -benchtime 1x: an
+// iteration registers every timer.
+//
+//	BenchmarkTimerMemory/backend=pebble/timers=10M
+func BenchmarkTimerMemory(b *testing.B) {
+	sizes := []int{load(b).keys}
+	if s := os.Getenv("STATEGEN_BENCH_TIMERS"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := parseSize(f)
+			if err != nil {
+				b.Fatalf("STATEGEN_BENCH_TIMERS=%q: %v", s, err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, be := range timerBackends() {
+		for _, n := range sizes {
+			b.Run("backend="+be.name+"/timers="+sizeName(n), func(b *testing.B) {
+				for range b.N {
+					goruntime.GC()
+					var before goruntime.MemStats
+					goruntime.ReadMemStats(&before)
+					dir, err := os.MkdirTemp(b.TempDir(), "timers")
+					check(b, err)
+					t, err := be.open(filepath.Join(dir, "store"))
+					check(b, err)
+					rng := rand.New(rand.NewPCG(uint64(n), 9))
+					for i := range n {
+						check(b, t.register(rng.Int64N(int64(n)), int64(i), 0))
+					}
+					goruntime.GC()
+					var ms goruntime.MemStats
+					goruntime.ReadMemStats(&ms)
+					live := float64(ms.HeapAlloc) - float64(before.HeapAlloc)
+					b.ReportMetric(live/(1<<20), "live-MB")
+					b.ReportMetric(live/float64(n), "live-B/timer")
+					// The timers are reachable: none is due before time 0.
+					fired, err := t.advance(-1)
+					check(b, err)
+					if fired != 0 {
+						b.Fatalf("%d timers before time 0", fired)
+					}
+					check(b, t.close())
+				}
+			})
+		}
+	}
 }

@@ -278,6 +278,12 @@ func (p UnknownStatePolicy) String() string {
 // RestoreOptions tune a restore. The zero value, and a nil *RestoreOptions,
 // keep unknown states and read ahead DefaultReadAhead blocks.
 type RestoreOptions struct {
+	// Progress, if not nil, is called about once a second while a
+	// Reader.Restore loads the store, from a goroutine of its own, with
+	// what it has done so far (a tool shows it on a terminal), and once
+	// more when the load ends.
+	Progress func(RestoreProgress)
+
 	// UnknownStates is what to do with checkpointed states the store has
 	// not registered.
 	UnknownStates UnknownStatePolicy
@@ -523,6 +529,19 @@ func (o *Operator) Check(cfg runtime.StoreConfig, registered []runtime.StateSpec
 	return checkStates(registered, o.States, unknown, cfg.Now())
 }
 
+// RestoreProgress is how far a restore has got.
+type RestoreProgress struct {
+	// Entries counts the entries loaded so far, of TotalEntries (from
+	// the files' indexes).
+	Entries, TotalEntries int64
+	// BytesRead counts the bytes read from the data files so far.
+	BytesRead int64
+	// Files is the number of data files the restore reads.
+	Files int
+	// Elapsed is the time since the restore began.
+	Elapsed time.Duration
+}
+
 // RestoreStats describes a restore.
 type RestoreStats struct {
 	// Files is the number of data files read.
@@ -629,6 +648,10 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 		views = append(views, v)
 	}
 	stats.Files = len(views)
+	if opts != nil && opts.Progress != nil {
+		stop := reportRestore(opts.Progress, views, states, &entries, t0)
+		defer stop()
+	}
 	for _, v := range views {
 		fv := &filteredView{View: v, states: states, migrations: migs, entries: &entries}
 		if err := store.Restore(fv); err != nil {
@@ -639,6 +662,47 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 		return stats, fmt.Errorf("checkpoint: restore %s: %w", r.name, err)
 	}
 	return stats, nil
+}
+
+// reportRestore calls progress about once a second, on a goroutine of its
+// own, until the function it returns is called, which reports once more
+// and waits for the goroutine.
+func reportRestore(progress func(RestoreProgress), views []*View, states []runtime.StateSpec, entries *atomic.Int64, t0 time.Time) func() {
+	var total int64
+	for _, v := range views {
+		for _, s := range states {
+			for kg := range v.kgs.All() {
+				n, _ := v.Entries(s.Name, kg)
+				total += n
+			}
+		}
+	}
+	now := func() RestoreProgress {
+		p := RestoreProgress{Entries: entries.Load(), TotalEntries: total, Files: len(views), Elapsed: time.Since(t0)}
+		for _, v := range views {
+			p.BytesRead += v.BytesRead()
+		}
+		return p
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				progress(now())
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		progress(now())
+	}
 }
 
 // operatorLists checks the operator lists (runtime.OperatorList,

@@ -152,3 +152,21 @@ func TestRestoreAppliesTheCodesTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestRestoreProgress: a restore with RestoreOptions.Progress reports, at
+// its end at the latest, every entry of the files' indexes loaded, and the
+// bytes read.
+func TestRestoreProgress(t *testing.T) {
+	v := genView(41, 8, runtime.FullRange(8), 300, 0)
+	s := setup(t, v)
+	m := newModel(t, 8, 1, 0)
+	var last checkpoint.RestoreProgress
+	calls := 0
+	stats, err := checkpoint.Restore(ctx, s, "chk", "op", 0, 1, m, &checkpoint.RestoreOptions{Progress: func(p checkpoint.RestoreProgress) { last = p; calls++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || last.Entries != stats.Entries || last.TotalEntries != stats.Entries || last.BytesRead == 0 || last.Files != 1 {
+		t.Errorf("%d progress reports, the last %+v; the restore loaded %d entries", calls, last, stats.Entries)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/stategen/stategen/runtime"
@@ -75,8 +76,24 @@ type DumpLine struct {
 // (DumpLine), decoded by decode (HexDecoder if nil). It returns the number
 // of entries written.
 func (c *Checkpoint) Dump(ctx context.Context, w io.Writer, operator, state string, decode Decoder) (int64, error) {
+	return c.DumpProgress(ctx, w, operator, state, decode, nil)
+}
+
+// DumpProgress is Dump, calling progress (if not nil) about once a second
+// from a goroutine of its own with the entries written of the state's
+// total and the bytes read.
+func (c *Checkpoint) DumpProgress(ctx context.Context, w io.Writer, operator, state string, decode Decoder, progress func(Progress)) (int64, error) {
 	if decode == nil {
 		decode = HexDecoder
+	}
+	var done atomic.Int64
+	if progress != nil {
+		total, err := c.StateEntries(ctx, operator, state)
+		if err != nil {
+			return 0, err
+		}
+		stop := c.report(progress, &done, total)
+		defer stop()
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -95,6 +112,7 @@ func (c *Checkpoint) Dump(ctx context.Context, w io.Writer, operator, state stri
 			return n, err
 		}
 		n++
+		done.Store(n)
 	}
 	return n, bw.Flush()
 }

@@ -113,6 +113,9 @@ type Progress struct {
 	// file being read, and FileName its name.
 	Files, File int
 	FileName    string
+	// Entries counts the entries done so far (Dump), of TotalEntries
+	// (from the files' indexes); both are zero for Verify.
+	Entries, TotalEntries int64
 }
 
 // Verify reads every data file of the checkpoint completely and checks
@@ -124,11 +127,30 @@ func (c *Checkpoint) Verify(ctx context.Context, progress func(Progress)) error 
 	if progress == nil {
 		return c.reader.Verify(ctx)
 	}
+	stop := c.report(progress, nil, 0)
+	err := c.reader.Verify(ctx)
+	stop()
+	return err
+}
+
+// report calls progress about once a second, from a goroutine of its own,
+// with the bytes read since and the entries done (entries, if not nil, of
+// total), until the function it returns is called, which reports once
+// more, the work done.
+func (c *Checkpoint) report(progress func(Progress), entries *atomic.Int64, total int64) func() {
 	files := 0
 	for _, op := range c.Metadata().Operators {
 		files += len(op.Instances)
 	}
 	c.storage.reset()
+	now := func() Progress {
+		n, name, read := c.storage.status()
+		p := Progress{BytesRead: read, Files: files, File: n, FileName: name, TotalEntries: total}
+		if entries != nil {
+			p.Entries = entries.Load()
+		}
+		return p
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -139,15 +161,35 @@ func (c *Checkpoint) Verify(ctx context.Context, progress func(Progress)) error 
 			case <-done:
 				return
 			case <-t.C:
-				n, name, read := c.storage.status()
-				progress(Progress{BytesRead: read, Files: files, File: n, FileName: name})
+				progress(now())
 			}
 		}
 	})
-	err := c.reader.Verify(ctx)
-	close(done)
-	wg.Wait()
-	return err
+	return func() {
+		close(done)
+		wg.Wait()
+		progress(now())
+	}
+}
+
+// StateEntries returns the number of entries of state in operator, from
+// the files' indexes, without reading a block.
+func (c *Checkpoint) StateEntries(ctx context.Context, operator, state string) (int64, error) {
+	if _, err := c.State(operator, state); err != nil {
+		return 0, err
+	}
+	op, _ := c.Metadata().Operator(operator)
+	v, err := c.reader.View(ctx, operator, op.KeyGroups)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Close()
+	var total int64
+	for kg := range op.KeyGroups.All() {
+		n, _ := v.Entries(state, kg)
+		total += n
+	}
+	return total, nil
 }
 
 // countingStorage counts the bytes read through it and remembers the data

@@ -303,9 +303,11 @@ func checkpointVerify(ctx context.Context, args []string, stdout, stderr io.Writ
 // checkpointDump writes a state's entries as JSON lines.
 func checkpointDump(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var state, operator string
+	var quiet bool
 	path, status, ok := commandFlags("dump", "DIR/ID -state NAME [-operator OP]", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&state, "state", "", "the state to dump (required)")
 		fs.StringVar(&operator, "operator", "", "the operator whose state to dump (default: the checkpoint's only operator)")
+		fs.BoolVar(&quiet, "q", false, "no progress lines (shown on stderr only when it is a terminal)")
 	})
 	if !ok {
 		return status
@@ -330,10 +332,33 @@ func checkpointDump(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		operator = ops[0].ID
 	}
-	if _, err := c.Dump(ctx, stdout, operator, state, nil); err != nil {
+	var progress func(inspect.Progress)
+	if !quiet && isTerminal(stderr) {
+		start := time.Now()
+		progress = func(p inspect.Progress) { fmt.Fprintln(stderr, entriesLine(p, time.Since(start))) }
+	}
+	if _, err := c.DumpProgress(ctx, stdout, operator, state, nil, progress); err != nil {
 		return fail(stderr, "dump", err)
 	}
 	return exitOK
+}
+
+// entriesLine describes the progress of long work that goes through
+// p.TotalEntries entries: done, bytes read, rate and time left.
+func entriesLine(p inspect.Progress, elapsed time.Duration) string {
+	line := fmt.Sprintf("  ... %d of %d entries", p.Entries, p.TotalEntries)
+	if p.TotalEntries > 0 {
+		line += fmt.Sprintf(" (%d%%)", min(100, p.Entries*100/p.TotalEntries))
+	}
+	line += fmt.Sprintf(", %s read", formatSize(p.BytesRead))
+	if secs := elapsed.Seconds(); secs > 0 && p.Entries > 0 {
+		rate := float64(p.Entries) / secs
+		line += fmt.Sprintf(", %.0f entries/s", rate)
+		if left := p.TotalEntries - p.Entries; left > 0 {
+			line += fmt.Sprintf(", ETA %v", (time.Duration(float64(left) / rate * float64(time.Second))).Round(time.Second))
+		}
+	}
+	return line
 }
 
 func countFiles(m *checkpoint.Metadata) int {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -168,6 +170,18 @@ func TestCheckpointDumpWritesHexJSONLines(t *testing.T) {
 	code, out, errs = runCmd("checkpoint", "dump", "-state", "user-stats", filepath.Join(dir, latest))
 	if code != exitOK || strings.Count(out, "\n") < 10 {
 		t.Fatalf("dump user-stats: exit %d: %s", code, errs)
+	}
+
+	// The progress of a dump counts the entries written, of the state's
+	// total from the index; its last report is the whole dump.
+	c, err := inspect.Open(context.Background(), dir, latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last inspect.Progress
+	n, err := c.DumpProgress(context.Background(), io.Discard, c.Metadata().Operators[0].ID, "timeline", nil, func(p inspect.Progress) { last = p })
+	if err != nil || n == 0 || last.Entries != n || last.TotalEntries != n || last.BytesRead == 0 {
+		t.Errorf("DumpProgress wrote %d entries (%v); its last progress %+v", n, err, last)
 	}
 
 	code, _, errs = runCmd("checkpoint", "dump", filepath.Join(dir, latest), "-state", "nope")
@@ -390,6 +404,10 @@ func TestProgressLine(t *testing.T) {
 	const want = "  ... 30.0MiB of 120.0MiB read (25%), 10.0MiB/s, ETA 9s, file 2 of 3 (op-1.sgc)"
 	if got != want {
 		t.Errorf("progressLine = %q, want %q", got, want)
+	}
+	e := inspect.Progress{Entries: 250, TotalEntries: 1000, BytesRead: 2 << 20}
+	if got, want := entriesLine(e, 5*time.Second), "  ... 250 of 1000 entries (25%), 2.0MiB read, 50 entries/s, ETA 15s"; got != want {
+		t.Errorf("entriesLine = %q, want %q", got, want)
 	}
 	if isTerminal(&bytes.Buffer{}) {
 		t.Error("a buffer counts as a terminal")

@@ -433,7 +433,14 @@ func (r *runner) afterRestore(ctx context.Context, rep *Report) ([]runtime.Store
 	r.progress("restoring the latest checkpoint at parallelism %d", q)
 	start := time.Now()
 	ops, err := r.operators(q, func(i int, s runtime.Store) ([][]byte, error) {
-		res, err := driver.RestoreLatest(ctx, r.storage, Operator, i, q, s, nil)
+		var opts *checkpoint.RestoreOptions
+		if r.cfg.Progress != nil {
+			opts = &checkpoint.RestoreOptions{Progress: func(p checkpoint.RestoreProgress) {
+				r.progress("instance %d of %d: restored %d of %d entries, %d bytes read, in %v",
+					i, q, p.Entries, p.TotalEntries, p.BytesRead, p.Elapsed.Round(time.Millisecond))
+			}}
+		}
+		res, err := driver.RestoreLatest(ctx, r.storage, Operator, i, q, s, opts)
 		if err != nil {
 			return nil, err
 		}
