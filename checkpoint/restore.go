@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stategen/stategen/internal/tick"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/schema"
 )
@@ -684,25 +685,7 @@ func reportRestore(progress func(RestoreProgress), views []*View, states []runti
 		}
 		return p
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				progress(now())
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		progress(now())
-	}
+	return tick.Every(time.Second, func() { progress(now()) })
 }
 
 // operatorLists checks the operator lists (runtime.OperatorList,

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"weak"
 )
@@ -144,18 +145,8 @@ func OperatorLists(s Store) []OperatorListSpec {
 	for _, l := range r.lists {
 		out = append(out, l.spec())
 	}
-	slices.SortFunc(out, func(a, b OperatorListSpec) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b OperatorListSpec) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RestoreOperatorList sets the elements of the operator list name bound to
@@ -376,7 +367,7 @@ func (o *OperatorStates) Encode(own []byte) []byte {
 	if len(lists) == 0 {
 		return slices.Clone(own)
 	}
-	slices.SortFunc(lists, func(a, b opList) int { return cmpString(a.spec().Name, b.spec().Name) })
+	slices.SortFunc(lists, func(a, b opList) int { return strings.Compare(a.spec().Name, b.spec().Name) })
 	b := append([]byte(nil), opMagic...)
 	var flags byte
 	if own != nil {

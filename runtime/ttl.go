@@ -269,17 +269,26 @@ func (t *ttlValue) Get(k Key) ([]byte, bool, error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	now := t.now()
-	v, alive, err := t.live(b, now)
+	return t.found(b, func(v []byte) error { return t.st.Put(k, v) })
+}
+
+// found finishes a Get that found the stored value b: it returns the value
+// if it is live, renewing it with renew under TTLOnReadAndWrite (a store's
+// refusal of the write from inside an iteration is no error: the read
+// does not renew). The value returned is the decorator's copy when it
+// renewed, the store's slice otherwise.
+func (c *ttlCore) found(b []byte, renew func(stamped []byte) error) ([]byte, bool, error) {
+	now := c.now()
+	v, alive, err := c.live(b, now)
 	if err != nil || !alive {
 		return nil, false, err
 	}
-	if t.upd == TTLOnReadAndWrite {
-		t.rbuf = append(t.rbuf[:0], v...)
-		if err := t.st.Put(k, t.stamp(t.rbuf, now)); err != nil && !refused(err) {
+	if c.upd == TTLOnReadAndWrite {
+		c.rbuf = append(c.rbuf[:0], v...)
+		if err := renew(c.stamp(c.rbuf, now)); err != nil && !refused(err) {
 			return nil, false, err
 		}
-		return t.rbuf, true, nil
+		return c.rbuf, true, nil
 	}
 	return v, true, nil
 }
@@ -449,19 +458,7 @@ func (t *ttlMap) Get(k Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	now := t.now()
-	v, alive, err := t.live(b, now)
-	if err != nil || !alive {
-		return nil, false, err
-	}
-	if t.upd == TTLOnReadAndWrite {
-		t.rbuf = append(t.rbuf[:0], v...)
-		if err := t.st.Put(k, userKey, t.stamp(t.rbuf, now)); err != nil && !refused(err) {
-			return nil, false, err
-		}
-		return t.rbuf, true, nil
-	}
-	return v, true, nil
+	return t.found(b, func(v []byte) error { return t.st.Put(k, userKey, v) })
 }
 
 // Put stamps value and stores it, then cleans a little.

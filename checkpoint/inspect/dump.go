@@ -7,13 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"sync/atomic"
-	"time"
 
 	"github.com/stategen/stategen/runtime"
 )
-
-// newTicker returns the ticker of progress reports: once per second.
-func newTicker() *time.Ticker { return time.NewTicker(time.Second) }
 
 // Decoder turns the bytes of an entry into values for Dump to write as
 // JSON; a nil result omits the field. HexDecoder is the default.

@@ -32,8 +32,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/internal/tick"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -151,25 +153,7 @@ func (c *Checkpoint) report(progress func(Progress), entries *atomic.Int64, tota
 		}
 		return p
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := newTicker()
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				progress(now())
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		progress(now())
-	}
+	return tick.Every(time.Second, func() { progress(now()) })
 }
 
 // StateEntries returns the number of entries of state in operator, from

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -269,17 +270,7 @@ func compareKeys(a, b ResultKey) int {
 	case a.User != b.User:
 		return strings.Compare(a.User, b.User)
 	case a.Window.Start != b.Window.Start:
-		return cmpInt(a.Window.Start, b.Window.Start)
+		return cmp.Compare(a.Window.Start, b.Window.Start)
 	}
-	return cmpInt(a.Window.End, b.Window.End)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.Window.End, b.Window.End)
 }
