@@ -5,11 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	goruntime "runtime"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"weak"
 )
 
 // Operator state: state that belongs to an operator instance, not to a key
@@ -88,48 +87,53 @@ type OriginElement struct {
 }
 
 // OperatorStates is the set of operator lists bound to one store: what
-// EncodeOperatorState encodes and a restore fills. Each handle keeps it
-// alive, and so does whoever holds the result of OperatorStatesOf — the
-// driver's Instance, for the life of the instance, so that a snapshot it
-// takes after the operator let go of its handles (the final checkpoint of
-// a finished instance) still holds the lists.
+// EncodeOperatorState encodes and a restore fills. It lives until the
+// store is closed, so that a snapshot taken after the operator let go of
+// its handles (the final checkpoint of a finished instance) still holds
+// the lists.
 type OperatorStates struct {
 	mu    sync.Mutex
 	lists map[string]opList
 }
 
-// opRegistries maps each Store to its registry, weakly: an entry goes
-// when no handle uses it.
-var opRegistries sync.Map // Store -> weak.Pointer[OperatorStates]
+// opRegistries maps each open Store to its operator lists. An entry lives
+// as long as the store is open — the lists are the store's state, whether
+// or not a handle of them is still reachable — and goes when the store is
+// closed (ReleaseOperatorStates, which every backend's Close calls).
+var opRegistries sync.Map // Store -> *OperatorStates
 
 // OperatorStatesOf returns the operator lists of s, making the set if s
-// has none yet.
+// has none yet; nil (which holds no lists) for a store that cannot hold
+// any (one whose type is not comparable).
 func OperatorStatesOf(s Store) *OperatorStates {
 	r, _ := registryOf(s, true)
 	return r
 }
 
+// ReleaseOperatorStates forgets the operator lists of s. A Store's Close
+// calls it (every backend of this module does, and the conformance suite
+// checks it): the lists of a closed store are gone with it, and a backend
+// that did not call it would keep them, and the store, in memory.
+func ReleaseOperatorStates(s Store) {
+	if s != nil && reflect.TypeOf(s).Comparable() {
+		opRegistries.Delete(s)
+	}
+}
+
 // registryOf returns the registry of s; create makes it if it does not
 // exist.
 func registryOf(s Store, create bool) (*OperatorStates, error) {
-	if wp, ok := opRegistries.Load(s); ok {
-		if r := wp.(weak.Pointer[OperatorStates]).Value(); r != nil {
-			return r, nil
-		}
+	if s == nil || !reflect.TypeOf(s).Comparable() {
+		return nil, fmt.Errorf("%w: a store of type %T cannot hold operator lists: it is not comparable (make it a pointer)", ErrInvalidState, s)
+	}
+	if r, ok := opRegistries.Load(s); ok {
+		return r.(*OperatorStates), nil
 	}
 	if !create {
 		return nil, nil
 	}
-	r := &OperatorStates{lists: map[string]opList{}}
-	wp := weak.Make(r)
-	if prev, loaded := opRegistries.LoadOrStore(s, wp); loaded {
-		if old := prev.(weak.Pointer[OperatorStates]).Value(); old != nil {
-			return old, nil
-		}
-		opRegistries.Store(s, wp)
-	}
-	goruntime.AddCleanup(r, func(s Store) { opRegistries.CompareAndDelete(s, wp) }, s)
-	return r, nil
+	r, _ := opRegistries.LoadOrStore(s, &OperatorStates{lists: map[string]opList{}})
+	return r.(*OperatorStates), nil
 }
 
 // OperatorLists returns the specs of the operator lists bound to s, sorted
@@ -170,7 +174,6 @@ func RestoreOperatorList(s Store, name string, elems []OriginElement) error {
 
 // opListHandle is the handle of an operator list: its elements, in memory.
 type opListHandle[T any] struct {
-	reg   *OperatorStates // keeps the store's registry alive while a handle is
 	sp    OperatorListSpec
 	vc    ValueCodec[T]
 	elems []OperatorElement[T]
@@ -219,7 +222,10 @@ func bindOpList[T any](s Store, d OperatorListDescriptor[T], union bool) (*opLis
 			return nil, fmt.Errorf("%w: operator list %q: the store has a keyed state of that name", ErrStateMismatch, d.Name)
 		}
 	}
-	r, _ := registryOf(s, true)
+	r, err := registryOf(s, true)
+	if err != nil {
+		return nil, fmt.Errorf("operator list %q: %w", d.Name, err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l, ok := r.lists[d.Name]; ok {
@@ -229,7 +235,7 @@ func bindOpList[T any](s Store, d OperatorListDescriptor[T], union bool) (*opLis
 		}
 		return h, nil
 	}
-	h := &opListHandle[T]{reg: r, sp: sp, vc: d.Value}
+	h := &opListHandle[T]{sp: sp, vc: d.Value}
 	r.lists[d.Name] = h
 	return h, nil
 }
@@ -345,9 +351,7 @@ var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
 // EncodeOperatorState returns the operator-state blob of an instance whose
 // operator passed own (nil for none): own itself if no operator list is
 // bound to s, else the container of own and every list's elements, encoded
-// now — the synchronous phase of a snapshot, which costs O(elements). The
-// lists are those a handle, or a holder of OperatorStatesOf(s), keeps
-// alive (see OperatorStates).
+// now — the synchronous phase of a snapshot, which costs O(elements).
 func EncodeOperatorState(s Store, own []byte) []byte {
 	r, _ := registryOf(s, false)
 	return r.Encode(own)

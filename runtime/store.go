@@ -350,8 +350,9 @@ type Store interface {
 	// unspecified and it should be discarded.
 	Restore(src View) error
 
-	// Close releases the store's resources. Live snapshots stay readable
-	// until released. Close is idempotent.
+	// Close releases the store's resources, its operator lists among them
+	// (runtime.ReleaseOperatorStates). Live snapshots stay readable until
+	// released. Close is idempotent.
 	Close() error
 }
 

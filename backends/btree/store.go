@@ -197,6 +197,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	runtime.ReleaseOperatorStates(s)
 	for _, st := range s.states {
 		clear(st.trees)
 	}

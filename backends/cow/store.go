@@ -156,6 +156,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	runtime.ReleaseOperatorStates(s)
 	for _, st := range s.states {
 		clear(st.tabs)
 	}

@@ -535,6 +535,7 @@ func (s *Store) Close() error {
 		return fmt.Errorf("%w: Close", ErrWriteDuringIteration)
 	}
 	s.closed = true
+	runtime.ReleaseOperatorStates(s)
 	s.kbuf, s.vbuf, s.wbuf, s.bufs = nil, nil, nil, nil
 	return s.h.unref()
 }

@@ -42,6 +42,7 @@ const (
 	keysPerNamespace
 	snapshotKeepsExpired
 	registerDropsTTL
+	keepsOperatorLists
 )
 
 // flawed is a Model with one flaw.
@@ -91,6 +92,14 @@ func (s *flawed) dropPut() bool {
 	}
 	s.puts++
 	return s.puts%50 == 0
+}
+
+func (s *flawed) Close() error {
+	err := s.Model.Close()
+	if s.flaw != keepsOperatorLists {
+		runtime.ReleaseOperatorStates(s)
+	}
+	return err
 }
 
 func (s *flawed) Snapshot() (runtime.Snapshot, error) {
@@ -493,6 +502,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"KeysPerNamespace", keysPerNamespace, []string{"Contract/Keys"}},
 		{"SnapshotKeepsExpired", snapshotKeepsExpired, []string{"TTL/Rescale1to3", "TTL/Rescale3to2"}},
 		{"RegisterDropsTTL", registerDropsTTL, []string{"TTL/Register", "TTL/Rescale1to3"}},
+		{"KeepsOperatorLists", keepsOperatorLists, []string{"Contract/CloseReleasesOperatorLists"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ func contractChecks() []check {
 		{"ValueUpdate", checkValueUpdate},
 		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
 		{"Closed", checkClosed},
+		{"CloseReleasesOperatorLists", checkCloseReleasesOperatorLists},
 		{"Snapshot", checkSnapshot},
 		{"SnapshotRelease", checkSnapshotRelease},
 		{"ReleaseDuringScan", checkReleaseDuringScan},
@@ -1617,5 +1618,23 @@ func checkWriteDuringIteration(e *env) {
 	}
 	if d := diff(before, dumpStore(s)); d != "" {
 		fail("refused writes changed the store:\n%s", d)
+	}
+}
+
+// checkCloseReleasesOperatorLists: the operator lists bound to a store
+// (runtime.OperatorList) live until it is closed, and Close forgets them
+// (runtime.ReleaseOperatorStates), so that a closed store is not kept in
+// memory by its lists.
+func checkCloseReleasesOperatorLists(e *env) {
+	s := e.newStore(runtime.StoreConfig{})
+	l, err := runtime.NewOperatorList(s, runtime.OperatorListDescriptor[int64]{Name: "offsets", Value: runtime.Int64Codec{}})
+	must(err, "NewOperatorList")
+	must(l.Add(1), "Add")
+	if got := runtime.OperatorLists(s); len(got) != 1 {
+		fail("an open store has operator lists %v, want the one bound", got)
+	}
+	must(s.Close(), "Close")
+	if got := runtime.OperatorLists(s); len(got) != 0 {
+		fail("a closed store still has operator lists %v: its Close must call runtime.ReleaseOperatorStates", got)
 	}
 }

@@ -220,6 +220,7 @@ func (m *Model) Restore(src runtime.View) error {
 func (m *Model) Close() error {
 	m.enter()
 	m.closed = true
+	runtime.ReleaseOperatorStates(m)
 	return nil
 }
 

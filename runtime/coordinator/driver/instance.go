@@ -118,7 +118,7 @@ type Instance struct {
 	op        string
 	object    string
 	store     runtime.Store
-	ops       *runtime.OperatorStates // the store's operator lists, kept alive
+	ops       *runtime.OperatorStates // the store's operator lists
 	writer    *checkpoint.WriterOptions
 	metrics   *metrics.Store // nil without a MeterProvider
 
