@@ -83,18 +83,8 @@ func (q *q3) Event(e *Event) error {
 		if err := q.st.Persons.Put(seller, person); err != nil {
 			return err
 		}
-		n := 0
-		for id, err := range q.st.Pending.All(seller) {
-			if err != nil {
-				return err
-			}
-			q.out.Q3 = append(q.out.Q3, Q3Row{Name: p.Name, City: p.City, State: p.State, Auction: id})
-			n++
-		}
-		if n > 0 {
-			if err := q.st.Pending.Delete(seller); err != nil {
-				return err
-			}
+		if err := q.flush(seller, person); err != nil {
+			return err
 		}
 	case KindAuction:
 		a := e.Auction
@@ -129,6 +119,24 @@ func (q *q3) Event(e *Event) error {
 		return err
 	}
 	return q.st.Expiry.Put(seller, at)
+}
+
+// flush emits the auctions that waited for person, the seller, and
+// deletes them. (A function of its own: the variables an iteration's body
+// uses escape to the heap, on every call of the function that holds it.)
+func (q *q3) flush(seller int64, p Q3Person) error {
+	n := 0
+	for id, err := range q.st.Pending.All(seller) {
+		if err != nil {
+			return err
+		}
+		q.out.Q3 = append(q.out.Q3, Q3Row{Name: p.Name, City: p.City, State: p.State, Auction: id})
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return q.st.Pending.Delete(seller)
 }
 
 func (q *q3) Watermark(wm int64) error {
