@@ -107,7 +107,10 @@ func (c *checkpointer) finish() error {
 // checkpoint=1s variant does once a second: the rows stay plain Go's, and
 // checkpoints commit.
 func TestCheckpointsWhileRunning(t *testing.T) {
-	const n = 10_000
+	n := 10_000
+	if raceEnabled {
+		n = 4_000
+	}
 	want := plainOutput(t, "all", n)
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {

@@ -11,14 +11,21 @@ import (
 
 // testEvents is the length of the tests' streams on backend: 100,000
 // events (100 s of event time: 10 tumbling windows, 20 sliding ones, q3's
-// cleanup timers firing from 60 s on) on the in-memory backends; 20,000 on
-// pebble, whose every operation costs several times theirs (and some 30
-// times under -race), and under -short.
+// cleanup timers firing from 60 s on) on the in-memory backends, 20,000 on
+// pebble, whose every operation costs several times theirs; 20,000 on
+// every backend under -short; a half (a quarter on pebble) under -race.
 func testEvents(backend string) int {
+	n := 100_000
 	if testing.Short() || backend == "pebble" {
-		return 20_000
+		n = 20_000
 	}
-	return 100_000
+	if raceEnabled {
+		n /= 2
+		if backend == "pebble" {
+			n /= 2
+		}
+	}
+	return n
 }
 
 // minRows is the fewest rows query name must emit on n events for a test
