@@ -105,10 +105,10 @@
 // # Verification
 //
 // TestQueriesMatchPlain runs every query, and all five in one pass over
-// one store, on cow, btree and pebble (100,000 events; 20,000 on pebble),
-// sorts the rows of each and requires them equal to plain Go's, row for
-// row; requires every query to emit a non-trivial number of rows; and
-// requires the store empty at the end. TestDiffDetectsWrongRows proves the
+// one store, on cow, btree and pebble (100,000 events; 20,000 on pebble;
+// fewer under -race), sorts the rows of each and requires them equal to
+// plain Go's, row for row; requires every query to emit a non-trivial
+// number of rows; and requires the store empty at the end. TestDiffDetectsWrongRows proves the
 // comparison is not vacuous: a row dropped, duplicated or changed, and the
 // rows of another stream, are all caught. TestCheckpointsWhileRunning
 // checkpoints as often as the writes allow while the five run, with the
