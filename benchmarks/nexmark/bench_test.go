@@ -131,6 +131,7 @@ func checkRows(b *testing.B, name string, want, out *Output) {
 func benchStore(b *testing.B, be backend, name string, events []Event, want *Output, checkpoints bool) {
 	m := &passMeter{b: b, events: len(events)}
 	completed := 0
+	var elapsed time.Duration // processing time since the last checkpoint
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
@@ -152,12 +153,16 @@ func benchStore(b *testing.B, be backend, name string, events []Event, want *Out
 			tick = c.tick
 		}
 		m.start()
+		if c != nil {
+			c.resume(elapsed)
+		}
 		err = Run(q, events, tick)
 		m.stop()
 		if err != nil {
 			b.Fatal(err)
 		}
 		if c != nil {
+			elapsed = c.sinceLast()
 			// The stream's end: the checkpoint in flight, if any, completes
 			// off the clock.
 			if err := c.finish(); err != nil {

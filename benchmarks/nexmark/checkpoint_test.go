@@ -29,12 +29,13 @@ type checkpointer struct {
 	id       uint64
 	pending  *checkpoint.AsyncSnapshot
 	prev     string // the last committed checkpoint
-	// Completed counts the checkpoints committed.
+	// completed counts the checkpoints committed.
 	completed int
 }
 
 // newCheckpointer returns a checkpointer of store into a new checkpoint
-// directory at root, taking a checkpoint every interval from now.
+// directory at root, taking a checkpoint every interval of processing time
+// from now.
 func newCheckpointer(store runtime.Store, root string, interval time.Duration) (*checkpointer, error) {
 	dir, err := checkpoint.NewDir(root)
 	if err != nil {
@@ -42,6 +43,16 @@ func newCheckpointer(store runtime.Store, root string, interval time.Duration) (
 	}
 	return &checkpointer{ctx: context.Background(), store: store, dir: dir, interval: interval, last: time.Now()}, nil
 }
+
+// resume restarts the clock as if the last checkpoint had been triggered
+// elapsed ago: a benchmark's pass goes on from where the pass before
+// stopped (sinceLast), so that passes shorter than the interval still take
+// one checkpoint per interval of processing time between them.
+func (c *checkpointer) resume(elapsed time.Duration) { c.last = time.Now().Add(-elapsed) }
+
+// sinceLast returns the time since the last checkpoint was triggered (or
+// since the clock started).
+func (c *checkpointer) sinceLast() time.Duration { return time.Since(c.last) }
 
 // tick is called at every watermark: it completes the checkpoint in
 // flight if its write is done, and triggers the next if one is due.
