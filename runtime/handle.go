@@ -28,6 +28,8 @@ type handle[K, N any] struct {
 	buf []byte
 	// vbuf holds encoded values.
 	vbuf []byte
+	// merge is the scratch of Merge (see mergeScratch), nil while one runs.
+	merge *mergeScratch
 }
 
 // bind validates spec and ttl, registers spec (with ttl's duration) with s

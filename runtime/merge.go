@@ -16,25 +16,57 @@ import (
 // Merge is written once, on the byte-level contract, so that it behaves
 // alike on every backend.
 
+// mergeScratch is the memory a Merge builds its Keys in: the encoded key,
+// target and sources in buf, the source Keys in keys. A handle keeps one
+// between Merges (handle.merge), taken for the duration of a Merge so that
+// a Merge called from a merge function gets its own.
+type mergeScratch struct {
+	buf  []byte
+	keys []Key
+}
+
 // mergeSources returns the Keys of the sources of a merge of k into
-// target: k encoded and hashed once, each namespace encoded into a buffer
-// of its own, without the target and without repeats.
-func (h *handle[K, N]) mergeSources(k K, target N, sources []N) (Key, []Key) {
-	tk := h.key(k, target)
-	base := makeKey(tk.hash, bytes.Clone(tk.key), nil, h.maxP)
-	tk = base.WithNamespace(bytes.Clone(tk.ns))
-	srcs := make([]Key, 0, len(sources))
+// target: k encoded and hashed once, the target and each namespace encoded
+// into the handle's merge scratch (which the caller gives back with
+// mergeDone), without the target and without repeats. It allocates only
+// while the scratch grows.
+func (h *handle[K, N]) mergeSources(k K, target N, sources []N) (Key, []Key, *mergeScratch) {
+	sc := h.merge
+	h.merge = nil
+	if sc == nil {
+		sc = new(mergeScratch)
+	}
+	// The Keys point into sc.buf; should an append grow it, the Keys made
+	// before point into the old array, which is never written again.
+	buf := h.kc.AppendKey(sc.buf[:0], k)
+	kl := len(buf)
+	buf = h.nc.AppendKey(buf, target)
+	base := makeKey(HashKey(buf[:kl]), buf[:kl:kl], nil, h.maxP)
+	tk := base.WithNamespace(buf[kl:len(buf):len(buf)])
+	srcs := sc.keys[:0]
 	for _, n := range sources {
-		sk := base.WithNamespace(h.nc.AppendKey(nil, n))
+		start := len(buf)
+		buf = h.nc.AppendKey(buf, n)
+		sk := base.WithNamespace(buf[start:len(buf):len(buf)])
 		dup := bytes.Equal(sk.ns, tk.ns)
 		for i := range srcs {
 			dup = dup || bytes.Equal(srcs[i].ns, sk.ns)
 		}
-		if !dup {
+		if dup {
+			buf = buf[:start]
+		} else {
 			srcs = append(srcs, sk)
 		}
 	}
-	return tk, srcs
+	sc.buf, sc.keys = buf, srcs
+	return tk, srcs, sc
+}
+
+// mergeDone gives a Merge's scratch back to the handle.
+func (h *handle[K, N]) mergeDone(sc *mergeScratch) {
+	clear(sc.keys[:cap(sc.keys)]) // drop references to older arrays
+	sc.keys = sc.keys[:0]
+	h.merge = sc
 }
 
 // clearSources clears the merged sources.
@@ -63,13 +95,14 @@ func (v SubKeyedValue[K, N, V]) Merge(k K, target N, sources []N, merge func(acc
 	if merge == nil {
 		return h.errorf("merge", fmt.Errorf("nil merge function"))
 	}
-	tk, srcs := h.mergeSources(k, target, sources)
+	tk, srcs, sc := h.mergeSources(k, target, sources)
+	defer h.mergeDone(sc)
 	var acc V
 	found, err := h.getKey(tk, &acc)
 	if err != nil {
 		return err
 	}
-	merged := srcs[:0:0]
+	merged := srcs[:0] // the sources with a value: srcs, filtered in place
 	for _, sk := range srcs {
 		var sv V
 		ok, err := h.getKey(sk, &sv)
@@ -120,7 +153,8 @@ func (l SubKeyedList[K, N, V]) Merge(k K, target N, sources []N) error {
 		return ErrUnbound
 	}
 	h := l.h
-	tk, srcs := h.mergeSources(k, target, sources)
+	tk, srcs, sc := h.mergeSources(k, target, sources)
+	defer h.mergeDone(sc)
 	var elems [][]byte
 	for _, sk := range srcs {
 		if err := h.st.Get(sk, func(e []byte) bool {
@@ -150,7 +184,8 @@ func (m SubKeyedMap[K, N, UK, V]) Merge(k K, target N, sources []N, merge func(u
 		return ErrUnbound
 	}
 	h := m.h
-	tk, srcs := h.mergeSources(k, target, sources)
+	tk, srcs, sc := h.mergeSources(k, target, sources)
+	defer h.mergeDone(sc)
 	type entry struct{ uk, v []byte }
 	var entries []entry
 	at := map[string]int{} // user key -> index in entries

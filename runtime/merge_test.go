@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stategen/stategen/runtime"
@@ -112,5 +113,44 @@ func wantMap(t *testing.T, m runtime.SubKeyedSortedMap[string, sess, string, int
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("map of sess %d = %v, want %v", w, got, want)
+	}
+}
+
+// TestMergeFromMerge calls Merge from inside a merge function, on the same
+// handle and another key, with long keys and many sources (so that the
+// scratch Merge builds its keys in grows while in use): both merges are
+// exact, and a Merge after them too.
+func TestMergeFromMerge(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(runtime.StoreConfig{})
+			v := must[runtime.SubKeyedValue[string, sess, string]](t)(runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, sess, string]{
+				Name: "v", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{}, Value: runtime.StringCodec{},
+			}))
+			ann, bob := "ann-"+string(make([]byte, 300)), "bob-"+string(make([]byte, 500))
+			var srcs []sess
+			for w := sess(1); w <= 40; w++ {
+				check(t, v.Put(ann, w, "a"))
+				check(t, v.Put(bob, w, "b"))
+				srcs = append(srcs, w)
+			}
+			inner := 0
+			check(t, v.Merge(ann, 100, srcs, func(acc, x string) string {
+				if inner == 0 {
+					inner++
+					check(t, v.Merge(bob, 200, srcs, func(acc, x string) string { return acc + x }))
+				}
+				got, ok, err := v.Get(ann, 40)
+				if err != nil || !ok || got != "a" {
+					t.Errorf("Get from a merge function = %q, %v, %v; want \"a\", true", got, ok, err)
+				}
+				return acc + x
+			}))
+			wantValues(t, v, ann, map[sess]string{100: strings.Repeat("a", 40)})
+			wantValues(t, v, bob, map[sess]string{200: strings.Repeat("b", 40)})
+			check(t, v.Put(ann, 1, "c"))
+			check(t, v.Merge(ann, 1, []sess{100, 100, 1}, func(acc, x string) string { return acc + x }))
+			wantValues(t, v, ann, map[sess]string{1: "c" + strings.Repeat("a", 40)})
+		})
 	}
 }
