@@ -18,6 +18,7 @@ import (
 // stategenCheckVPtrToAgg round-trips random values through stategenCodecPtrToAgg.
 func stategenCheckVPtrToAgg(t *testing.T, r *rand.Rand) {
 	var c stategenCodecPtrToAgg
+	var into *Agg
 	for i := range 300 {
 		var v *Agg
 		stategenRandPtrToAgg(r, &v, 0, true)
@@ -30,12 +31,18 @@ func stategenCheckVPtrToAgg(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualPtrToAgg(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualPtrToAgg(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -140,6 +147,7 @@ func stategenSeedKArray16OfUint8(r *rand.Rand) []byte {
 // stategenCheckVAgg round-trips random values through AggCodec.
 func stategenCheckVAgg(t *testing.T, r *rand.Rand) {
 	var c AggCodec
+	var into Agg
 	for i := range 300 {
 		var v Agg
 		stategenRandAgg(r, &v, 0, true)
@@ -152,12 +160,18 @@ func stategenCheckVAgg(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualAgg(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualAgg(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -250,6 +264,7 @@ func stategenSeedVColor(r *rand.Rand) []byte {
 // stategenCheckVEvent round-trips random values through EventCodec.
 func stategenCheckVEvent(t *testing.T, r *rand.Rand) {
 	var c EventCodec
+	var into Event
 	for i := range 300 {
 		var v Event
 		stategenRandEvent(r, &v, 0, true)
@@ -262,12 +277,18 @@ func stategenCheckVEvent(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualEvent(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualEvent(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -372,6 +393,7 @@ func stategenSeedKLevel(r *rand.Rand) []byte {
 // stategenCheckVPosition round-trips random values through PositionCodec.
 func stategenCheckVPosition(t *testing.T, r *rand.Rand) {
 	var c PositionCodec
+	var into Position
 	for i := range 300 {
 		var v Position
 		stategenRandPosition(r, &v, 0, true)
@@ -384,12 +406,18 @@ func stategenCheckVPosition(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualPosition(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualPosition(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -427,6 +455,7 @@ func stategenSeedVPosition(r *rand.Rand) []byte {
 // stategenCheckVScalars round-trips random values through ScalarsCodec.
 func stategenCheckVScalars(t *testing.T, r *rand.Rand) {
 	var c ScalarsCodec
+	var into Scalars
 	for i := range 300 {
 		var v Scalars
 		stategenRandScalars(r, &v, 0, true)
@@ -439,12 +468,18 @@ func stategenCheckVScalars(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualScalars(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualScalars(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -616,6 +651,7 @@ func stategenSeedKWindow(r *rand.Rand) []byte {
 // stategenCheckVGeoPairOfLevelAndBlob round-trips random values through stategenCodecGeoPairOfLevelAndBlob.
 func stategenCheckVGeoPairOfLevelAndBlob(t *testing.T, r *rand.Rand) {
 	var c stategenCodecGeoPairOfLevelAndBlob
+	var into geo.Pair[Level, Blob]
 	for i := range 300 {
 		var v geo.Pair[Level, Blob]
 		stategenRandGeoPairOfLevelAndBlob(r, &v, 0, true)
@@ -628,12 +664,18 @@ func stategenCheckVGeoPairOfLevelAndBlob(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualGeoPairOfLevelAndBlob(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualGeoPairOfLevelAndBlob(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -738,6 +780,7 @@ func stategenSeedKGeoPoint(r *rand.Rand) []byte {
 // stategenCheckVMapOfStringToSliceOfPtrToFloat64 round-trips random values through stategenCodecMapOfStringToSliceOfPtrToFloat64.
 func stategenCheckVMapOfStringToSliceOfPtrToFloat64(t *testing.T, r *rand.Rand) {
 	var c stategenCodecMapOfStringToSliceOfPtrToFloat64
+	var into map[string][]*float64
 	for i := range 300 {
 		var v map[string][]*float64
 		stategenRandMapOfStringToSliceOfPtrToFloat64(r, &v, 0, true)
@@ -750,12 +793,18 @@ func stategenCheckVMapOfStringToSliceOfPtrToFloat64(t *testing.T, r *rand.Rand) 
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualMapOfStringToSliceOfPtrToFloat64(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualMapOfStringToSliceOfPtrToFloat64(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {

@@ -19,6 +19,24 @@ type ValueCodec[T any] interface {
 	DecodeValue(src []byte) (v T, rest []byte, err error)
 }
 
+// IntoDecoder is implemented by value codecs that decode into an existing
+// value, reusing its memory: DecodeValueInto decodes one value from the
+// front of src into *dst and returns the bytes that follow it, overwriting
+// in place the slices (when their capacity suffices) and maps (cleared
+// first) that *dst holds, at any depth, instead of allocating new ones. It
+// is how the GetInto methods of the handles read a value without
+// allocating: a job that reads a value with a slice, changes it and puts
+// it back reads into the same variable every time. What *dst shares with
+// other values changes with it; the decoded value never aliases src. On an
+// error (wrapping ErrCorrupt) *dst is unspecified. The rules of
+// ValueCodec apply otherwise.
+//
+// The codecs stategen generates for composite types implement it; a
+// ValueCodec that does not is decoded into a fresh value by GetInto.
+type IntoDecoder[T any] interface {
+	DecodeValueInto(dst *T, src []byte) (rest []byte, err error)
+}
+
 // KeyCodec encodes and decodes values of type T as keys, namespaces or map
 // user keys, with an order-preserving, prefix-free encoding:
 //

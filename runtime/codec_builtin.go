@@ -978,6 +978,7 @@ func DecodeBytesValue(src []byte) (b []byte, rest []byte, err error) {
 
 // Compile-time checks that every built-in codec is a Codec of its type.
 var (
+	_ IntoDecoder[[]byte]  = BytesCodec{}
 	_ Codec[bool]          = BoolCodec{}
 	_ Codec[int]           = IntCodec{}
 	_ Codec[int8]          = Int8Codec{}
@@ -1236,6 +1237,33 @@ func (BytesCodec) AppendValue(dst []byte, v []byte) []byte { return AppendBytesV
 
 // DecodeValue decodes a value encoding (DecodeBytesValue).
 func (BytesCodec) DecodeValue(src []byte) ([]byte, []byte, error) { return DecodeBytesValue(src) }
+
+// DecodeValueInto decodes a value encoding (DecodeBytesValue) into *dst,
+// reusing its array when its capacity suffices (IntoDecoder). A nil slice
+// decodes as nil, an empty one as empty.
+func (BytesCodec) DecodeValueInto(dst *[]byte, src []byte) ([]byte, error) {
+	u, rest, err := uvarint(src, "bytes value")
+	if err != nil {
+		return nil, err
+	}
+	if u == 0 {
+		*dst = nil
+		return rest, nil
+	}
+	if u-1 > uint64(len(rest)) {
+		return nil, errLength("bytes value", u-1, len(rest))
+	}
+	n := int(u - 1)
+	b := *dst
+	if b != nil && cap(b) >= n {
+		b = b[:n]
+	} else {
+		b = make([]byte, n)
+	}
+	copy(b, rest)
+	*dst = b
+	return rest[n:], nil
+}
 
 // TimeCodec is the Codec of time.Time: keys by AppendTimeKey and DecodeTimeKey,
 // values by AppendTimeValue and DecodeTimeValue.

@@ -136,6 +136,25 @@ func decodeInto[T any](c ValueCodec[T], b []byte, dst *T) error {
 	return err
 }
 
+// decodeReusing is decodeInto for GetInto: with an IntoDecoder (into not
+// nil) it decodes into *dst reusing its memory, and leaves the zero T
+// there if it fails.
+func decodeReusing[T any](c ValueCodec[T], into IntoDecoder[T], b []byte, dst *T) error {
+	if into == nil {
+		return decodeInto(c, b, dst)
+	}
+	rest, err := into.DecodeValueInto(dst, b)
+	if err == nil && len(rest) == 0 {
+		return nil
+	}
+	var zero T
+	*dst = zero
+	if err == nil {
+		err = fmt.Errorf("%w: %d trailing bytes after value", ErrCorrupt, len(rest))
+	}
+	return err
+}
+
 // decodeKeyAll decodes exactly one key from b: trailing bytes are corruption.
 func decodeKeyAll[T any](c KeyCodec[T], b []byte) (T, error) {
 	v, rest, err := c.DecodeKey(b)

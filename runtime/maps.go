@@ -42,6 +42,7 @@ type mapHandle[K, N, UK, V any] struct {
 	sorted SortedMapState
 	ukc    KeyCodec[UK]
 	vc     ValueCodec[V]
+	into   IntoDecoder[V] // vc, if it decodes into a value (GetInto)
 }
 
 func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V], ttl TTL) (*mapHandle[K, N, UK, V], error) {
@@ -66,24 +67,45 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 		}
 	}
 	h.st, h.ukc, h.vc = ms, ukc, vc
+	h.into, _ = vc.(IntoDecoder[V])
 	return h, nil
 }
 
 // get decodes the value of (k, n, uk) into *dst and reports whether it
-// exists; *dst is left alone if it does not (see valueHandle.get).
+// exists; *dst is left alone if it does not, and does not escape (see
+// valueHandle.get).
 func (h *mapHandle[K, N, UK, V]) get(k K, n N, uk UK, dst *V) (bool, error) {
-	key := h.key(k, n)
-	b, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
-	if err != nil {
-		return false, h.errorf("get", err)
-	}
-	if !ok {
-		return false, nil
+	b, ok, err := h.lookup(k, n, uk)
+	if err != nil || !ok {
+		return false, err
 	}
 	if err := decodeInto(h.vc, b, dst); err != nil {
 		return false, h.errorf("decode value", err)
 	}
 	return true, nil
+}
+
+// getInto is get for GetInto (see valueHandle.getInto).
+func (h *mapHandle[K, N, UK, V]) getInto(k K, n N, uk UK, dst *V) (bool, error) {
+	b, ok, err := h.lookup(k, n, uk)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := decodeReusing(h.vc, h.into, b, dst); err != nil {
+		return false, h.errorf("decode value", err)
+	}
+	return true, nil
+}
+
+// lookup returns the encoded value of (k, n, uk), valid until the next
+// call on the store.
+func (h *mapHandle[K, N, UK, V]) lookup(k K, n N, uk UK) ([]byte, bool, error) {
+	key := h.key(k, n)
+	b, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
+	if err != nil {
+		return nil, false, h.errorf("get", err)
+	}
+	return b, ok, nil
 }
 
 func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
@@ -294,6 +316,15 @@ func (m Map[K, UK, V]) Get(k K, uk UK) (val V, found bool, err error) {
 	return val, found, err
 }
 
+// GetInto decodes the value of uk in k's map into *dst and reports whether
+// it exists, as Value.GetInto does.
+func (m Map[K, UK, V]) GetInto(k K, uk UK, dst *V) (found bool, err error) {
+	if m.h == nil {
+		return false, ErrUnbound
+	}
+	return m.h.getInto(k, noNS{}, uk, dst)
+}
+
 // Contains reports whether uk is in k's map.
 func (m Map[K, UK, V]) Contains(k K, uk UK) (bool, error) {
 	if m.h == nil {
@@ -417,6 +448,15 @@ func (m SubKeyedMap[K, N, UK, V]) Get(k K, n N, uk UK) (val V, found bool, err e
 	}
 	found, err = m.h.get(k, n, uk, &val)
 	return val, found, err
+}
+
+// GetInto decodes the value of uk in (k, n)'s map into *dst and reports
+// whether it exists, as Value.GetInto does.
+func (m SubKeyedMap[K, N, UK, V]) GetInto(k K, n N, uk UK, dst *V) (found bool, err error) {
+	if m.h == nil {
+		return false, ErrUnbound
+	}
+	return m.h.getInto(k, n, uk, dst)
 }
 
 // Contains reports whether uk is in (k, n)'s map.

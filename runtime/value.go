@@ -29,9 +29,10 @@ type SubKeyedValueDescriptor[K, N, V any] struct {
 // valueHandle implements Value and SubKeyedValue.
 type valueHandle[K, N, V any] struct {
 	handle[K, N]
-	st  ValueState
-	upd ValueUpdater // st, if it updates in one lookup
-	vc  ValueCodec[V]
+	st   ValueState
+	upd  ValueUpdater // st, if it updates in one lookup
+	vc   ValueCodec[V]
+	into IntoDecoder[V] // vc, if it decodes into a value (GetInto)
 	// The Update in progress: its function, and the error of decoding
 	// the old value. updCB, made once at bind, is the callback passed to
 	// upd: a closure made per call would be allocated per call.
@@ -55,6 +56,7 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 		return nil, wrongStateType(spec, st)
 	}
 	h.st, h.vc = vs, vc
+	h.into, _ = vc.(IntoDecoder[V])
 	if h.upd, _ = vs.(ValueUpdater); h.upd != nil {
 		h.updCB = h.updateCallback
 	}
@@ -64,6 +66,34 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 // get decodes the value of (k, n) into *dst and reports whether it exists;
 // *dst is left alone if it does not. (Writing through dst rather than
 // returning a V keeps a large V from being copied through every frame.)
+// dst does not escape: Get's result stays on its caller's stack.
+func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
+	b, ok, err := h.lookup(k, n)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := decodeInto(h.vc, b, dst); err != nil {
+		return false, h.errorf("decode value", err)
+	}
+	return true, nil
+}
+
+// getInto is get for GetInto: it decodes into *dst reusing its memory (see
+// IntoDecoder). It is a function of its own because passing dst to the
+// IntoDecoder makes it escape, which get must not.
+func (h *valueHandle[K, N, V]) getInto(k K, n N, dst *V) (bool, error) {
+	b, ok, err := h.lookup(k, n)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := decodeReusing(h.vc, h.into, b, dst); err != nil {
+		return false, h.errorf("decode value", err)
+	}
+	return true, nil
+}
+
+// lookup returns the encoded value of (k, n), valid until the next call on
+// the store.
 //
 // It builds the Key itself, as handle.key does, rather than calling key:
 // a Key is eight words, which the compiler keeps in memory, and one
@@ -72,7 +102,7 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 // on a table larger than the cache its cost is in how many lookups the
 // processor overlaps; the call and the copies cost about 10% of it at 1M
 // keys (benchmarks.BenchmarkValueGet, backend=cow).
-func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
+func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
 	buf := h.kc.AppendKey(h.buf[:0], k)
 	kl := len(buf)
 	if h.nc != nil {
@@ -81,15 +111,9 @@ func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
 	h.buf = buf
 	b, ok, err := h.st.Get(makeKey(HashKey(buf[:kl]), buf[:kl:kl], buf[kl:len(buf):len(buf)], h.maxP))
 	if err != nil {
-		return false, h.errorf("get", err)
+		return nil, false, h.errorf("get", err)
 	}
-	if !ok {
-		return false, nil
-	}
-	if err := decodeInto(h.vc, b, dst); err != nil {
-		return false, h.errorf("decode value", err)
-	}
-	return true, nil
+	return b, ok, nil
 }
 
 func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
@@ -173,6 +197,18 @@ func (v Value[K, V]) Get(k K) (val V, found bool, err error) {
 	return val, found, err
 }
 
+// GetInto decodes the value of k into *dst and reports whether it exists,
+// reusing the memory of the slices and maps *dst holds (see IntoDecoder:
+// the codecs stategen generates do). A loop that reads a value, changes it
+// and puts it back through one variable then allocates nothing. If k has
+// no value, *dst is left as it was; on an error it is the zero V.
+func (v Value[K, V]) GetInto(k K, dst *V) (found bool, err error) {
+	if v.h == nil {
+		return false, ErrUnbound
+	}
+	return v.h.getInto(k, noNS{}, dst)
+}
+
 // Put sets the value of k, replacing any previous value.
 func (v Value[K, V]) Put(k K, val V) error {
 	if v.h == nil {
@@ -228,6 +264,15 @@ func (v SubKeyedValue[K, N, V]) Get(k K, n N) (val V, found bool, err error) {
 	}
 	found, err = v.h.get(k, n, &val)
 	return val, found, err
+}
+
+// GetInto decodes the value of (k, n) into *dst and reports whether it
+// exists, as Value.GetInto does.
+func (v SubKeyedValue[K, N, V]) GetInto(k K, n N, dst *V) (found bool, err error) {
+	if v.h == nil {
+		return false, ErrUnbound
+	}
+	return v.h.getInto(k, n, dst)
 }
 
 // Put sets the value of (k, n), replacing any previous value.

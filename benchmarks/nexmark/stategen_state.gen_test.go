@@ -17,6 +17,7 @@ import (
 // stategenCheckVSliceOfWindow round-trips random values through stategenCodecSliceOfWindow.
 func stategenCheckVSliceOfWindow(t *testing.T, r *rand.Rand) {
 	var c stategenCodecSliceOfWindow
+	var into []Window
 	for i := range 300 {
 		var v []Window
 		stategenRandSliceOfWindow(r, &v, 0, true)
@@ -29,12 +30,18 @@ func stategenCheckVSliceOfWindow(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualSliceOfWindow(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualSliceOfWindow(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -72,6 +79,7 @@ func stategenSeedVSliceOfWindow(r *rand.Rand) []byte {
 // stategenCheckVQ3Person round-trips random values through Q3PersonCodec.
 func stategenCheckVQ3Person(t *testing.T, r *rand.Rand) {
 	var c Q3PersonCodec
+	var into Q3Person
 	for i := range 300 {
 		var v Q3Person
 		stategenRandQ3Person(r, &v, 0, true)
@@ -84,12 +92,18 @@ func stategenCheckVQ3Person(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualQ3Person(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualQ3Person(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -127,6 +141,7 @@ func stategenSeedVQ3Person(r *rand.Rand) []byte {
 // stategenCheckVQ7Bid round-trips random values through Q7BidCodec.
 func stategenCheckVQ7Bid(t *testing.T, r *rand.Rand) {
 	var c Q7BidCodec
+	var into Q7Bid
 	for i := range 300 {
 		var v Q7Bid
 		stategenRandQ7Bid(r, &v, 0, true)
@@ -139,12 +154,18 @@ func stategenCheckVQ7Bid(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualQ7Bid(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualQ7Bid(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {

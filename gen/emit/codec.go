@@ -135,8 +135,14 @@ func (e *emitter) decodeValueFn(t *model.Type) {
 			e.countCheck(name, min),
 		)
 		if b.Kind == model.Slice {
+			// The slice *v holds is reused when it is large enough
+			// (runtime.IntoDecoder); decoding into a nil slice makes one
+			// (an empty slice is not nil).
 			body = append(body,
-				jen.Id("s").Op(":=").Make(e.typ(t), jen.Id("n")),
+				jen.Id("s").Op(":=").Op("*").Id("v"),
+				jen.If(jen.Id("s").Op("!=").Nil().Op("&&").Uint64().Call(jen.Cap(jen.Id("s"))).Op(">=").Id("n")).Block(
+					jen.Id("s").Op("=").Id("s").Index(jen.Empty(), jen.Id("n"))).Else().Block(
+					jen.Id("s").Op("=").Make(e.typ(t), jen.Id("n"))),
 				jen.For(jen.Id("i").Op(":=").Range().Id("s")).Block(
 					e.decodeValue(b.Elem, jen.Id("s").Index(jen.Id("i")), jen.Err())...),
 				jen.Op("*").Id("v").Op("=").Id("s"),
@@ -149,8 +155,13 @@ func (e *emitter) decodeValueFn(t *model.Type) {
 			loop = append(loop, e.decodeValue(b.Key, jen.Id("k"), jen.Err())...)
 			loop = append(loop, e.decodeValue(b.Elem, jen.Id("x"), jen.Err())...)
 			loop = append(loop, jen.Id("m").Index(jen.Id("k")).Op("=").Id("x"))
+			// The map *v holds is cleared and reused
+			// (runtime.IntoDecoder); decoding into a zero value makes one.
 			body = append(body,
-				jen.Id("m").Op(":=").Make(e.typ(t), jen.Id("n")),
+				jen.Id("m").Op(":=").Op("*").Id("v"),
+				jen.If(jen.Id("m").Op("==").Nil()).Block(
+					jen.Id("m").Op("=").Make(e.typ(t), jen.Id("n"))).Else().Block(
+					jen.Clear(jen.Id("m"))),
 				jen.For(jen.Range().Id("n")).Block(loop...),
 				jen.If(jen.Uint64().Call(jen.Len(jen.Id("m"))).Op("!=").Id("n")).Block(
 					jen.Return(jen.Nil(), rt("DupKeyError").Call(jen.Lit(name)))),

@@ -618,6 +618,13 @@ func (e *emitter) codecType(c *codec) {
 			Params(jen.Id("v").Add(e.typ(t)), jen.Id("rest").Index().Byte(), jen.Err().Error()).
 			Block(e.rootDecode(t, false)...)
 		e.f.Line()
+		if !t.IsLeaf() {
+			e.comment("DecodeValueInto decodes a value from the front of src into *v and\nreturns the rest of src, reusing the slices and maps *v holds\n(runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then\nunspecified.")
+			e.f.Func().Params(recv).Id("DecodeValueInto").Params(jen.Id("v").Op("*").Add(e.typ(t)), jen.Id("src").Index().Byte()).
+				Params(jen.Id("rest").Index().Byte(), jen.Err().Error()).
+				Block(e.rootDecodeInto(t)...)
+			e.f.Line()
+		}
 	}
 	if c.key {
 		e.f.Comment("AppendKey appends the order-preserving key encoding of v to dst.")
@@ -641,6 +648,9 @@ func (e *emitter) codecType(c *codec) {
 	}
 	if c.value {
 		checks = append(checks, jen.Id("_").Qual(RuntimePath, "ValueCodec").Types(e.typ(t)).Op("=").Id(c.name).Values())
+		if !t.IsLeaf() {
+			checks = append(checks, jen.Id("_").Qual(RuntimePath, "IntoDecoder").Types(e.typ(t)).Op("=").Id(c.name).Values())
+		}
 	}
 	e.f.Var().Defs(checks...)
 	e.f.Line()
@@ -653,6 +663,26 @@ func (e *emitter) leafArg(t *model.Type, x jen.Code) jen.Code {
 		return jen.Add(baseLeafType(t.Under.Kind)).Call(x)
 	}
 	return x
+}
+
+// rootDecodeInto is the body of DecodeValueInto, of a composite type: the
+// decode of rootDecode, into *v.
+func (e *emitter) rootDecodeInto(t *model.Type) []jen.Code {
+	if t.Strings() < 2 {
+		return []jen.Code{jen.Return(jen.Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), jen.Nil()))}
+	}
+	return []jen.Code{
+		jen.List(jen.Id("n"), jen.Id("_"), jen.Err()).Op(":=").Id(e.fn("Scan", t)).Call(jen.Id("src")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(
+			jen.Comment("Decoding finds the same error and names the field at fault."),
+			jen.If(jen.List(jen.Id("_"), jen.Id("err2")).Op(":=").Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), jen.Nil()), jen.Id("err2").Op("!=").Nil()).Block(
+				jen.Id("err").Op("=").Id("err2")),
+			jen.Return(jen.Nil(), jen.Err())),
+		jen.Comment("All strings of the value share one allocation."),
+		jen.Var().Id("a").Qual("strings", "Builder"),
+		jen.Id("a").Dot("Grow").Call(jen.Id("n")),
+		jen.Return(jen.Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), jen.Op("&").Id("a"))),
+	}
 }
 
 // rootDecode is the body of DecodeValue or DecodeKey.

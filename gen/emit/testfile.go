@@ -276,26 +276,49 @@ func (e *emitter) checkValue(c *codec) jen.Code {
 	cv := jen.Id("c")
 	decl := jen.Var().Id("c").Id(c.name)
 	e.f.Comment(check + " round-trips random values through " + c.name + ".")
-	e.f.Func().Id(check).Params(jen.Id("t").Op("*").Qual("testing", "T"), jen.Id("r").Add(randT)).Block(
-		decl,
-		jen.For(jen.Id("i").Op(":=").Range().Lit(300)).Block(
-			jen.Var().Id("v").Add(e.typ(t)),
-			e.randValue(t, "v"),
-			jen.Id("b").Op(":=").Add(cv).Dot("AppendValue").Call(jen.Nil(), jen.Id("v")),
-			jen.Id("buf").Op(":=").Append(jen.Qual("bytes", "Clone").Call(jen.Id("b")), jen.Lit(0xee)),
-			jen.List(jen.Id("got"), jen.Id("rest"), jen.Err()).Op(":=").Add(cv).Dot("DecodeValue").Call(jen.Id("buf")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(
-				tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: %#v: decoding %x: %v"), jen.Id("i"), jen.Id("v"), jen.Id("b"), jen.Err())),
-			jen.If(jen.Len(jen.Id("rest")).Op("!=").Lit(1).Op("||").Id("rest").Index(jen.Lit(0)).Op("!=").Lit(0xee)).Block(
-				tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: %#v: rest is %x, want ee"), jen.Id("i"), jen.Id("v"), jen.Id("rest"))),
-			jen.Comment("A decoded value owns its memory: clobbering the input changes nothing."),
-			jen.For(jen.Id("j").Op(":=").Range().Id("buf")).Block(jen.Id("buf").Index(jen.Id("j")).Op("=").Lit(0xff)),
-			jen.If(jen.Op("!").Parens(e.equalExpr(t, jen.Id("v"), jen.Id("got"), false))).Block(
-				tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: round trip changed %#v into %#v"), jen.Id("i"), jen.Id("v"), jen.Id("got"))),
+	// A composite codec also decodes into the value of the previous
+	// round, reusing its memory (DecodeValueInto).
+	var into, intoCheck []jen.Code
+	if !t.IsLeaf() {
+		into = []jen.Code{
+			jen.If(jen.List(jen.Id("rest"), jen.Err()).Op(":=").Add(cv).Dot("DecodeValueInto").Call(jen.Op("&").Id("into"), jen.Id("buf")),
+				jen.Err().Op("!=").Nil().Op("||").Len(jen.Id("rest")).Op("!=").Lit(1)).Block(
+				tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: %#v: decoding %x into the previous value: rest %x, %v"), jen.Id("i"), jen.Id("v"), jen.Id("b"), jen.Id("rest"), jen.Err())),
+		}
+		intoCheck = []jen.Code{
+			jen.If(jen.Op("!").Parens(e.equalExpr(t, jen.Id("v"), jen.Id("into"), false))).Block(
+				tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: decoding into the previous value changed %#v into %#v"), jen.Id("i"), jen.Id("v"), jen.Id("into"))),
+		}
+	}
+	loop := []jen.Code{
+		jen.Var().Id("v").Add(e.typ(t)),
+		e.randValue(t, "v"),
+		jen.Id("b").Op(":=").Add(cv).Dot("AppendValue").Call(jen.Nil(), jen.Id("v")),
+		jen.Id("buf").Op(":=").Append(jen.Qual("bytes", "Clone").Call(jen.Id("b")), jen.Lit(0xee)),
+		jen.List(jen.Id("got"), jen.Id("rest"), jen.Err()).Op(":=").Add(cv).Dot("DecodeValue").Call(jen.Id("buf")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(
+			tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: %#v: decoding %x: %v"), jen.Id("i"), jen.Id("v"), jen.Id("b"), jen.Err())),
+		jen.If(jen.Len(jen.Id("rest")).Op("!=").Lit(1).Op("||").Id("rest").Index(jen.Lit(0)).Op("!=").Lit(0xee)).Block(
+			tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: %#v: rest is %x, want ee"), jen.Id("i"), jen.Id("v"), jen.Id("rest"))),
+	}
+	loop = append(loop, into...)
+	loop = append(loop,
+		jen.Comment("A decoded value owns its memory: clobbering the input changes nothing."),
+		jen.For(jen.Id("j").Op(":=").Range().Id("buf")).Block(jen.Id("buf").Index(jen.Id("j")).Op("=").Lit(0xff)),
+		jen.If(jen.Op("!").Parens(e.equalExpr(t, jen.Id("v"), jen.Id("got"), false))).Block(
+			tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: round trip changed %#v into %#v"), jen.Id("i"), jen.Id("v"), jen.Id("got"))),
+	)
+	loop = append(loop, intoCheck...)
+	head := []jen.Code{decl}
+	if !t.IsLeaf() {
+		head = append(head, jen.Var().Id("into").Add(e.typ(t)))
+	}
+	e.f.Func().Id(check).Params(jen.Id("t").Op("*").Qual("testing", "T"), jen.Id("r").Add(randT)).Block(append(head,
+		jen.For(jen.Id("i").Op(":=").Range().Lit(300)).Block(append(loop,
 			jen.Comment("Encodings are self-delimiting: no proper prefix decodes."),
 			jen.For(jen.Id("n").Op(":=").Range().Len(jen.Id("b"))).Block(
 				jen.If(jen.List(jen.Id("_"), jen.Id("_"), jen.Err()).Op(":=").Add(cv).Dot("DecodeValue").Call(jen.Id("b").Index(jen.Empty(), jen.Id("n"))), jen.Err().Op("==").Nil()).Block(
-					tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: the %d-byte prefix of %x decoded"), jen.Id("i"), jen.Id("n"), jen.Id("b"))))),
+					tT.Clone().Dot("Fatalf").Call(jen.Lit("value %d: the %d-byte prefix of %x decoded"), jen.Id("i"), jen.Id("n"), jen.Id("b")))))...))...,
 	)
 	e.f.Line()
 	e.f.Comment(fuzz + " decodes arbitrary bytes with " + c.name + "; what decodes must survive a round trip.")

@@ -17,6 +17,7 @@ import (
 // stategenCheckVEvent round-trips random values through EventCodec.
 func stategenCheckVEvent(t *testing.T, r *rand.Rand) {
 	var c EventCodec
+	var into Event
 	for i := range 300 {
 		var v Event
 		stategenRandEvent(r, &v, 0, true)
@@ -29,12 +30,18 @@ func stategenCheckVEvent(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualEvent(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualEvent(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -139,6 +146,7 @@ func stategenSeedKEventTime(r *rand.Rand) []byte {
 // stategenCheckVUserStats round-trips random values through UserStatsCodec.
 func stategenCheckVUserStats(t *testing.T, r *rand.Rand) {
 	var c UserStatsCodec
+	var into UserStats
 	for i := range 300 {
 		var v UserStats
 		stategenRandUserStats(r, &v, 0, true)
@@ -151,12 +159,18 @@ func stategenCheckVUserStats(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualUserStats(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualUserStats(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -261,6 +275,7 @@ func stategenSeedKWindow(r *rand.Rand) []byte {
 // stategenCheckVWindowAgg round-trips random values through WindowAggCodec.
 func stategenCheckVWindowAgg(t *testing.T, r *rand.Rand) {
 	var c WindowAggCodec
+	var into WindowAgg
 	for i := range 300 {
 		var v WindowAgg
 		stategenRandWindowAgg(r, &v, 0, true)
@@ -273,12 +288,18 @@ func stategenCheckVWindowAgg(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualWindowAgg(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualWindowAgg(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {

@@ -17,6 +17,7 @@ import (
 // stategenCheckVAgg round-trips random values through AggCodec.
 func stategenCheckVAgg(t *testing.T, r *rand.Rand) {
 	var c AggCodec
+	var into Agg
 	for i := range 300 {
 		var v Agg
 		stategenRandAgg(r, &v, 0, true)
@@ -29,12 +30,18 @@ func stategenCheckVAgg(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualAgg(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualAgg(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -72,6 +79,7 @@ func stategenSeedVAgg(r *rand.Rand) []byte {
 // stategenCheckVProgress round-trips random values through ProgressCodec.
 func stategenCheckVProgress(t *testing.T, r *rand.Rand) {
 	var c ProgressCodec
+	var into Progress
 	for i := range 300 {
 		var v Progress
 		stategenRandProgress(r, &v, 0, true)
@@ -84,12 +92,18 @@ func stategenCheckVProgress(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualProgress(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualProgress(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {

@@ -78,8 +78,17 @@ func (ProfileCodec) DecodeValue(src []byte) (v Profile, rest []byte, err error) 
 	return v, rest, nil
 }
 
+// DecodeValueInto decodes a value from the front of src into *v and
+// returns the rest of src, reusing the slices and maps *v holds
+// (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
+// unspecified.
+func (ProfileCodec) DecodeValueInto(v *Profile, src []byte) (rest []byte, err error) {
+	return stategenDecodeVProfile(v, src, nil)
+}
+
 var (
-	_ runtime.ValueCodec[Profile] = ProfileCodec{}
+	_ runtime.ValueCodec[Profile]  = ProfileCodec{}
+	_ runtime.IntoDecoder[Profile] = ProfileCodec{}
 )
 
 func stategenAppendVProfile(dst []byte, v *Profile) []byte {

@@ -17,6 +17,7 @@ import (
 // stategenCheckVProfile round-trips random values through ProfileCodec.
 func stategenCheckVProfile(t *testing.T, r *rand.Rand) {
 	var c ProfileCodec
+	var into Profile
 	for i := range 300 {
 		var v Profile
 		stategenRandProfile(r, &v, 0, true)
@@ -29,12 +30,18 @@ func stategenCheckVProfile(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualProfile(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualProfile(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -72,6 +79,7 @@ func stategenSeedVProfile(r *rand.Rand) []byte {
 // stategenCheckVProfileV1 round-trips random values through ProfileV1Codec.
 func stategenCheckVProfileV1(t *testing.T, r *rand.Rand) {
 	var c ProfileV1Codec
+	var into ProfileV1
 	for i := range 300 {
 		var v ProfileV1
 		stategenRandProfileV1(r, &v, 0, true)
@@ -84,12 +92,18 @@ func stategenCheckVProfileV1(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualProfileV1(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualProfileV1(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {

@@ -17,6 +17,7 @@ import (
 // stategenCheckVAgg round-trips random values through AggCodec.
 func stategenCheckVAgg(t *testing.T, r *rand.Rand) {
 	var c AggCodec
+	var into Agg
 	for i := range 300 {
 		var v Agg
 		stategenRandAgg(r, &v, 0, true)
@@ -29,12 +30,18 @@ func stategenCheckVAgg(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualAgg(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualAgg(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -72,6 +79,7 @@ func stategenSeedVAgg(r *rand.Rand) []byte {
 // stategenCheckVProfile round-trips random values through ProfileCodec.
 func stategenCheckVProfile(t *testing.T, r *rand.Rand) {
 	var c ProfileCodec
+	var into Profile
 	for i := range 300 {
 		var v Profile
 		stategenRandProfile(r, &v, 0, true)
@@ -84,12 +92,18 @@ func stategenCheckVProfile(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualProfile(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualProfile(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -127,6 +141,7 @@ func stategenSeedVProfile(r *rand.Rand) []byte {
 // stategenCheckVScore round-trips random values through ScoreCodec.
 func stategenCheckVScore(t *testing.T, r *rand.Rand) {
 	var c ScoreCodec
+	var into Score
 	for i := range 300 {
 		var v Score
 		stategenRandScore(r, &v, 0, true)
@@ -139,12 +154,18 @@ func stategenCheckVScore(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualScore(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualScore(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
@@ -182,6 +203,7 @@ func stategenSeedVScore(r *rand.Rand) []byte {
 // stategenCheckVVisit round-trips random values through VisitCodec.
 func stategenCheckVVisit(t *testing.T, r *rand.Rand) {
 	var c VisitCodec
+	var into Visit
 	for i := range 300 {
 		var v Visit
 		stategenRandVisit(r, &v, 0, true)
@@ -194,12 +216,18 @@ func stategenCheckVVisit(t *testing.T, r *rand.Rand) {
 		if len(rest) != 1 || rest[0] != 238 {
 			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
 		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
 		// A decoded value owns its memory: clobbering the input changes nothing.
 		for j := range buf {
 			buf[j] = 255
 		}
 		if !(stategenEqualVisit(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualVisit(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
 		for n := range len(b) {
