@@ -383,6 +383,7 @@ type q11 struct {
 	out     *Output
 	wm      int64
 	sources []Window                                 // scratch of Event
+	live    []Window                                 // a bidder's windows, as last read
 	fireFn  func(runtime.Timer[int64, Window]) error // q.fire, bound once
 }
 
@@ -393,10 +394,13 @@ func (q *q11) Event(e *Event) error {
 	bidder := e.Bid.Bidder
 	opened := Window{e.Time, e.Time + SessionGap}
 	merged := opened
-	live, _, err := q.st.Windows.Get(bidder)
-	if err != nil {
+	// The bidder's windows are read into q.live, reusing its array (an
+	// absent value leaves it alone: it is emptied first).
+	q.live = q.live[:0]
+	if _, err := q.st.Windows.GetInto(bidder, &q.live); err != nil {
 		return err
 	}
+	live := q.live
 	q.sources = q.sources[:0]
 	kept := live[:0]
 	for _, w := range live {
@@ -454,10 +458,11 @@ func (q *q11) fire(tm runtime.Timer[int64, Window]) error {
 	if err := q.st.Sessions.Delete(bidder, w); err != nil {
 		return err
 	}
-	live, _, err := q.st.Windows.Get(bidder)
-	if err != nil {
+	q.live = q.live[:0]
+	if _, err := q.st.Windows.GetInto(bidder, &q.live); err != nil {
 		return err
 	}
+	live := q.live
 	kept := live[:0]
 	for _, lw := range live {
 		if lw != w {
