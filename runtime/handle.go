@@ -125,6 +125,13 @@ func decodeInto[T any](c ValueCodec[T], b []byte, dst *T) error {
 	var rest []byte
 	var err error
 	*dst, rest, err = c.DecodeValue(b)
+	return decoded(dst, rest, err)
+}
+
+// decoded ends a decode into *dst that left rest and err: nil if it
+// decoded exactly one value, else an error (trailing bytes are corruption)
+// and the zero T in *dst.
+func decoded[T any](dst *T, rest []byte, err error) error {
 	if err == nil && len(rest) == 0 {
 		return nil
 	}
@@ -144,15 +151,7 @@ func decodeReusing[T any](c ValueCodec[T], into IntoDecoder[T], b []byte, dst *T
 		return decodeInto(c, b, dst)
 	}
 	rest, err := into.DecodeValueInto(dst, b)
-	if err == nil && len(rest) == 0 {
-		return nil
-	}
-	var zero T
-	*dst = zero
-	if err == nil {
-		err = fmt.Errorf("%w: %d trailing bytes after value", ErrCorrupt, len(rest))
-	}
-	return err
+	return decoded(dst, rest, err)
 }
 
 // decodeKeyAll decodes exactly one key from b: trailing bytes are corruption.
