@@ -84,6 +84,8 @@ type target interface {
 	readList(k int64) (int, error)
 	getMap(k, uk int64) (Val, bool, error)
 	putMap(k, uk int64, v Val) error
+	// updateMap sets uk in k's map to fn(old, found): a read-modify-write.
+	updateMap(k, uk int64, fn func(old Val, found bool) Val) error
 	containsMap(k, uk int64) (bool, error)
 	deleteMap(k, uk int64) error
 	readMap(k int64, part mapPart) (int, error)
@@ -168,6 +170,9 @@ func (t *storeTarget) readList(k int64) (int, error) {
 
 func (t *storeTarget) getMap(k, uk int64) (Val, bool, error) { return t.m.Get(k, uk) }
 func (t *storeTarget) putMap(k, uk int64, v Val) error       { return t.m.Put(k, uk, v) }
+func (t *storeTarget) updateMap(k, uk int64, fn func(Val, bool) Val) error {
+	return t.m.Update(k, uk, fn)
+}
 func (t *storeTarget) containsMap(k, uk int64) (bool, error) { return t.m.Contains(k, uk) }
 func (t *storeTarget) deleteMap(k, uk int64) error           { return t.m.Delete(k, uk) }
 func (t *storeTarget) putSorted(k, uk int64, v Val) error    { return t.sorted.Put(k, uk, v) }

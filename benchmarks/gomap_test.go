@@ -88,6 +88,13 @@ func putInner(m map[int64]map[int64]Val, k, uk int64, v Val) {
 	in[uk] = v
 }
 
+// updateMap is the Go idiom, a read and a write of the inner map.
+func (g *goMap) updateMap(k, uk int64, fn func(Val, bool) Val) error {
+	v, ok := g.maps[k][uk]
+	putInner(g.maps, k, uk, fn(v, ok))
+	return nil
+}
+
 func (g *goMap) containsMap(k, uk int64) (bool, error) {
 	_, ok := g.maps[k][uk]
 	return ok, nil

@@ -160,6 +160,25 @@ func BenchmarkMapPut(b *testing.B) {
 	})
 }
 
+// BenchmarkMapUpdate adds to one entry of a map with Update, the
+// read-modify-write of a per-entry aggregation (on cow one lookup,
+// elsewhere a Get and a Put; the Go map's is a read and a write).
+func BenchmarkMapUpdate(b *testing.B) {
+	forEachBackend(b, fillMaps, func(b *testing.B, w *workload, f *fixture) {
+		t, keys := f.get(b), w.order(mapKeys(f.n))
+		for i := 0; f.loop(b); i++ {
+			k, uk := keys[i%len(keys)], int64(i%mapFanout)
+			check(b, t.updateMap(k, uk, func(old Val, found bool) Val {
+				if !found {
+					b.Fatalf("Update of (%d, %d): not found", k, uk)
+				}
+				old.B++
+				return old
+			}))
+		}
+	})
+}
+
 // BenchmarkMapAdd puts a new entry into an existing map (Flink's mapAdd).
 func BenchmarkMapAdd(b *testing.B) {
 	forEachBackend(b, fillMaps, func(b *testing.B, w *workload, f *fixture) {

@@ -219,6 +219,17 @@ func (r *rawBtree) putMap(k, uk int64, v Val) error {
 	return nil
 }
 
+// updateMap is a lookup and a Set, as the btree backend does.
+func (r *rawBtree) updateMap(k, uk int64, fn func(Val, bool) Val) error {
+	t, ik := r.mapKey(r.m, k, uk)
+	v, ok, err := r.lookup(t, ik)
+	if err != nil {
+		return err
+	}
+	r.set(t, ik, fn(v, ok))
+	return nil
+}
+
 func (r *rawBtree) containsMap(k, uk int64) (bool, error) {
 	t, ik := r.mapKey(r.m, k, uk)
 	_, ok := t.Get(rawMake(ik, len(ik)))

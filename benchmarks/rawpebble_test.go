@@ -158,6 +158,16 @@ func (r *rawPebble) getMap(k, uk int64) (Val, bool, error) {
 
 func (r *rawPebble) putMap(k, uk int64, v Val) error { return r.set(r.mapKey(rawMapID, k, uk), v) }
 
+// updateMap is a Get and a Set, as the pebble backend does.
+func (r *rawPebble) updateMap(k, uk int64, fn func(Val, bool) Val) error {
+	key := r.mapKey(rawMapID, k, uk)
+	v, ok, err := r.getVal(key)
+	if err != nil {
+		return err
+	}
+	return r.set(key, fn(v, ok))
+}
+
 func (r *rawPebble) containsMap(k, uk int64) (bool, error) {
 	return r.get(r.mapKey(rawMapID, k, uk), func([]byte) error { return nil })
 }

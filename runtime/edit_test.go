@@ -92,16 +92,26 @@ func TestSortedMapEditBefore(t *testing.T) {
 	}
 }
 
-// noUpdater is a store whose value states are not runtime.ValueUpdaters:
-// Value.Update takes its Get-then-Put path there.
+// noUpdater is a store whose value and map states are not
+// runtime.ValueUpdaters or runtime.MapUpdaters: the handles' Update takes
+// its Get-then-Put path there.
 type noUpdater struct{ runtime.Store }
 
 type plainValue struct{ runtime.ValueState }
 
+type plainMap struct{ runtime.MapState }
+
+type plainSortedMap struct{ runtime.SortedMapState }
+
 func (s noUpdater) Register(spec runtime.StateSpec) (runtime.State, error) {
 	st, err := s.Store.Register(spec)
-	if vs, ok := st.(runtime.ValueState); ok {
-		return plainValue{vs}, err
+	switch st := st.(type) {
+	case runtime.SortedMapState:
+		return plainSortedMap{st}, err
+	case runtime.MapState:
+		return plainMap{st}, err
+	case runtime.ValueState:
+		return plainValue{st}, err
 	}
 	return st, err
 }
@@ -142,14 +152,46 @@ func TestReadModifyWrite(t *testing.T) {
 	if got, _ := l.Get("k"); got != nil {
 		t.Errorf("List after Update to nothing: %q, want none", got)
 	}
-	m := must[runtime.SubKeyedMap[string, int32, string, int64]](t)(runtime.NewSubKeyedMap(s, runtime.SubKeyedMapDescriptor[string, int32, string, int64]{
-		Name: "m", Key: runtime.StringCodec{}, Namespace: runtime.Int32Codec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{},
-	}))
-	for range 2 {
-		check(t, m.Update("k", 7, "clicks", func(old int64, _ bool) int64 { return old + 1 }))
-	}
-	if got, ok, _ := m.Get("k", 7, "clicks"); !ok || got != 2 {
-		t.Errorf("Map entry after 2 Updates of +1: (%d, %v), want (2, true)", got, ok)
+	for _, tc := range []struct {
+		name string
+		s    runtime.Store
+	}{{"updater", newModel(t)}, {"get-put", noUpdater{newModel(t)}}} {
+		t.Run("map/"+tc.name, func(t *testing.T) {
+			m := must[runtime.SubKeyedMap[string, int32, string, int64]](t)(runtime.NewSubKeyedMap(tc.s, runtime.SubKeyedMapDescriptor[string, int32, string, int64]{
+				Name: "m", Key: runtime.StringCodec{}, Namespace: runtime.Int32Codec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{},
+			}))
+			for i := range 2 {
+				check(t, m.Update("k", 7, "clicks", func(old int64, found bool) int64 {
+					if found != (i > 0) || old != int64(i) {
+						t.Errorf("Update %d: old (%d, %v)", i, old, found)
+					}
+					return old + 1
+				}))
+			}
+			if got, ok, _ := m.Get("k", 7, "clicks"); !ok || got != 2 {
+				t.Errorf("Map entry after 2 Updates of +1: (%d, %v), want (2, true)", got, ok)
+			}
+			if got, ok, _ := m.Get("k", 8, "clicks"); ok {
+				t.Errorf("another namespace after Updates: %d, want none", got)
+			}
+			if err := m.Update("k", 7, "clicks", nil); err == nil {
+				t.Error("Map.Update with a nil fn succeeded")
+			}
+			// fn may read other entries through the same handle; a nested
+			// Update is refused where the store looks up once.
+			check(t, m.Put("a-much-longer-key-than-the-other", 1, "a-much-longer-user-key", 1))
+			check(t, m.Update("a-much-longer-key-than-the-other", 1, "a-much-longer-user-key", func(old int64, _ bool) int64 {
+				other, _, err := m.Get("k", 7, "clicks")
+				check(t, err)
+				if nested := m.Update("k", 7, "clicks", func(int64, bool) int64 { return 0 }); tc.name == "updater" && !errors.Is(nested, runtime.ErrWriteDuringIteration) {
+					t.Errorf("Map.Update from inside Map.Update = %v, want ErrWriteDuringIteration", nested)
+				}
+				return old + other
+			}))
+			if got, _, _ := m.Get("a-much-longer-key-than-the-other", 1, "a-much-longer-user-key"); got != 3 {
+				t.Errorf("after Update reading another entry: %d, want 3", got)
+			}
+		})
 	}
 }
 

@@ -109,6 +109,58 @@ func (h *handle[K, N]) errorf(op string, err error) error {
 	return fmt.Errorf("state %q: %s: %w", h.name, op, err)
 }
 
+// updateCall is the typed side of a one-lookup Update (ValueUpdater,
+// MapUpdater), shared by the value and map handles: the store calls cb
+// with the old encoded value, cb decodes it, calls the Update's function
+// and encodes its result. cb is made once, at bind: a closure made per
+// call would be allocated per call.
+type updateCall[V any] struct {
+	name string // the state's, for errors
+	vc   ValueCodec[V]
+	cb   func(old []byte, found bool) ([]byte, error)
+	// The Update in progress: its function, and the error of decoding the
+	// old value.
+	fn  func(old V, found bool) V
+	err error
+	buf []byte // the encoded new value
+}
+
+func (u *updateCall[V]) init(name string, vc ValueCodec[V]) {
+	u.name, u.vc = name, vc
+	u.cb = u.call
+}
+
+// begin starts an Update of fn. A store calls cb at most once, and refuses
+// an Update from inside it before calling anything: the fields are this
+// call's alone while cb runs.
+func (u *updateCall[V]) begin(fn func(old V, found bool) V) { u.fn, u.err = fn, nil }
+
+// end ends the Update begun last, given the store's error: a failure to
+// decode the old value comes first (the store returns it too, unwrapped).
+func (u *updateCall[V]) end(err error) error {
+	derr := u.err
+	u.fn, u.err = nil, nil
+	switch {
+	case derr != nil:
+		return derr
+	case err != nil:
+		return fmt.Errorf("state %q: update: %w", u.name, err)
+	}
+	return nil
+}
+
+func (u *updateCall[V]) call(ob []byte, found bool) ([]byte, error) {
+	var old V
+	if found {
+		if err := decodeInto(u.vc, ob, &old); err != nil {
+			u.err = fmt.Errorf("state %q: decode value: %w", u.name, err)
+			return nil, u.err
+		}
+	}
+	u.buf = u.vc.AppendValue(u.buf[:0], u.fn(old, found))
+	return u.buf, nil
+}
+
 // decodeAll decodes exactly one value from b: trailing bytes are corruption.
 func decodeAll[T any](c ValueCodec[T], b []byte) (T, error) {
 	var v T

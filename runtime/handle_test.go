@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -490,5 +491,14 @@ func TestCorruptValuesAreErrors(t *testing.T) {
 	upd := 0
 	if err := v.Update("k", func(old int64, found bool) int64 { upd++; return old + 1 }); !errors.Is(err, runtime.ErrCorrupt) || upd != 0 {
 		t.Errorf("Update of a corrupt value: %v (fn called %d times), want ErrCorrupt before fn", err, upd)
+	}
+	m := must[runtime.Map[string, string, int64]](t)(runtime.NewMap(s, runtime.MapDescriptor[string, string, int64]{Name: "m", Key: runtime.StringCodec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{}}))
+	ms := must[runtime.State](t)(s.Register(m.Spec())).(runtime.MapState)
+	check(t, ms.Put(runtime.MakeKey(key, nil, s.Config().MaxParallelism), runtime.StringCodec{}.AppendKey(nil, "u"), []byte{0x80}))
+	if err := m.Update("k", "u", func(old int64, found bool) int64 { upd++; return old + 1 }); !errors.Is(err, runtime.ErrCorrupt) || upd != 0 || !strings.Contains(err.Error(), `state "m"`) {
+		t.Errorf("Map.Update of a corrupt value: %v (fn called %d times), want ErrCorrupt naming the state before fn", err, upd)
+	}
+	if b, _, _ := ms.Get(runtime.MakeKey(key, nil, s.Config().MaxParallelism), runtime.StringCodec{}.AppendKey(nil, "u")); !bytes.Equal(b, []byte{0x80}) {
+		t.Errorf("a failed Map.Update changed the stored bytes to %x", b)
 	}
 }

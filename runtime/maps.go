@@ -43,6 +43,8 @@ type mapHandle[K, N, UK, V any] struct {
 	ukc    KeyCodec[UK]
 	vc     ValueCodec[V]
 	into   IntoDecoder[V] // vc, if it decodes into a value (GetInto)
+	upd    MapUpdater     // st, if it updates in one lookup
+	updc   updateCall[V]  // the Update in progress, if upd
 }
 
 func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V], ttl TTL) (*mapHandle[K, N, UK, V], error) {
@@ -68,6 +70,9 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 	}
 	h.st, h.ukc, h.vc = ms, ukc, vc
 	h.into, _ = vc.(IntoDecoder[V])
+	if h.upd, _ = ms.(MapUpdater); h.upd != nil {
+		h.updc.init(spec.Name, vc)
+	}
 	return h, nil
 }
 
@@ -127,17 +132,29 @@ func (h *mapHandle[K, N, UK, V]) put(k K, n N, uk UK, v V) error {
 	return nil
 }
 
-// update is the read-modify-write of Update: a Get then a Put.
+// update is the read-modify-write of Update: one lookup on a store whose
+// MapState is a MapUpdater, a Get then a Put on the others.
 func (h *mapHandle[K, N, UK, V]) update(k K, n N, uk UK, fn func(old V, found bool) V) error {
 	if fn == nil {
 		return h.errorf("update", fmt.Errorf("nil callback"))
 	}
-	var old V
-	found, err := h.get(k, n, uk, &old)
-	if err != nil {
-		return err
+	if h.upd == nil {
+		var old V
+		found, err := h.get(k, n, uk, &old)
+		if err != nil {
+			return err
+		}
+		return h.put(k, n, uk, fn(old, found))
 	}
-	return h.put(k, n, uk, fn(old, found))
+	key := h.key(k, n)
+	ukb := userKey(&h.buf, h.ukc, uk)
+	// fn may read through this handle: its keys must not overwrite the
+	// bytes of key and ukb (see take).
+	buf := h.take()
+	h.updc.begin(fn)
+	err := h.updc.end(h.upd.Update(key, ukb, h.updc.cb))
+	h.give(buf)
+	return err
 }
 
 func (h *mapHandle[K, N, UK, V]) delete(k K, n N, uk UK) error {

@@ -466,6 +466,20 @@ type ValueUpdater interface {
 	Update(k Key, fn func(old []byte, found bool) ([]byte, error)) error
 }
 
+// MapUpdater is implemented by the MapStates of backends that read and
+// write a map entry in one lookup (backends/cow, and the reference model):
+// ValueUpdater for one entry of a map. The handles' Map.Update uses it when
+// the state has it, and a Get then a Put otherwise.
+type MapUpdater interface {
+	// Update sets userKey in k's map to what fn returns given its current
+	// value (nil and found false if there is none), looking the entry up
+	// once; the rules of MapState.Put apply to the new value, which the
+	// store copies. old is read-only and valid during the call; fn must not
+	// write to the store (ErrWriteDuringIteration). If fn returns an error,
+	// nothing is written and Update returns it.
+	Update(k Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error
+}
+
 // MapEdit is what the callback of MapState.Edit does with the entry it
 // visits.
 type MapEdit struct {

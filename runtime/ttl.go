@@ -243,9 +243,13 @@ func wrapTTL(st State, cfg StoreConfig, ttl TTL) State {
 	}
 	switch s := st.(type) {
 	case SortedMapState:
-		return &ttlSortedMap{ttlMap{ttlCore: core, st: s}, s}
+		m := &ttlSortedMap{ttlMap{ttlCore: core, st: s}, s}
+		m.upd2, _ = s.(MapUpdater)
+		return m
 	case MapState:
-		return &ttlMap{ttlCore: core, st: s}
+		m := &ttlMap{ttlCore: core, st: s}
+		m.upd2, _ = s.(MapUpdater)
+		return m
 	case ListState:
 		return &ttlList{ttlCore: core, st: s}
 	case ValueState:
@@ -303,22 +307,39 @@ func (t *ttlValue) Put(k Key, v []byte) error {
 
 // Update reads and rewrites k's value, an expired one counting as absent.
 func (t *ttlValue) Update(k Key, fn func(old []byte, found bool) ([]byte, error)) error {
-	now := t.now()
-	if t.upd2 == nil {
-		old, found, err := t.Get(k)
-		if err != nil {
-			return err
-		}
-		nv, err := fn(old, found)
-		if err != nil {
-			return err
-		}
-		return t.Put(k, nv)
+	if fn == nil {
+		return fmt.Errorf("state %q: Update with a nil callback", t.inner.Spec().Name)
 	}
-	err := t.upd2.Update(k, func(ob []byte, found bool) ([]byte, error) {
+	if t.upd2 == nil {
+		return getPut(fn, func() ([]byte, bool, error) { return t.Get(k) }, func(v []byte) error { return t.Put(k, v) })
+	}
+	if err := t.upd2.Update(k, t.restamp(t.now(), fn)); err != nil {
+		return err
+	}
+	return t.cleanup()
+}
+
+// getPut is the read-modify-write of an Update on a state without one
+// that looks up once: a get, fn, and a put of fn's result.
+func getPut(fn func(old []byte, found bool) ([]byte, error), get func() ([]byte, bool, error), put func([]byte) error) error {
+	old, found, err := get()
+	if err != nil {
+		return err
+	}
+	nv, err := fn(old, found)
+	if err != nil {
+		return err
+	}
+	return put(nv)
+}
+
+// restamp returns the callback of a one-lookup Update of fn at now: an
+// expired old value counts as absent, and fn's result is stamped.
+func (c *ttlCore) restamp(now int64, fn func(old []byte, found bool) ([]byte, error)) func(ob []byte, found bool) ([]byte, error) {
+	return func(ob []byte, found bool) ([]byte, error) {
 		var old []byte
 		if found {
-			v, alive, err := t.live(ob, now)
+			v, alive, err := c.live(ob, now)
 			if err != nil {
 				return nil, err
 			}
@@ -331,12 +352,8 @@ func (t *ttlValue) Update(k Key, fn func(old []byte, found bool) ([]byte, error)
 		if err != nil {
 			return nil, err
 		}
-		return t.stamp(nv, now), nil
-	})
-	if err != nil {
-		return err
+		return c.stamp(nv, now), nil
 	}
-	return t.cleanup()
 }
 
 // cleanup runs one step of the incremental cleanup after a write.
@@ -449,7 +466,8 @@ func (t *ttlList) Replace(k Key, elems [][]byte) error {
 // stamp, as in Flink.
 type ttlMap struct {
 	ttlCore
-	st MapState
+	st   MapState
+	upd2 MapUpdater // st, if it updates in one lookup
 }
 
 // Get returns the live value of userKey in k's map.
@@ -464,6 +482,21 @@ func (t *ttlMap) Get(k Key, userKey []byte) ([]byte, bool, error) {
 // Put stamps value and stores it, then cleans a little.
 func (t *ttlMap) Put(k Key, userKey, value []byte) error {
 	if err := t.st.Put(k, userKey, t.stamp(value, t.now())); err != nil {
+		return err
+	}
+	return t.cleanup()
+}
+
+// Update reads and rewrites userKey in k's map, an expired value counting
+// as absent.
+func (t *ttlMap) Update(k Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	if fn == nil {
+		return fmt.Errorf("state %q: Update with a nil callback", t.inner.Spec().Name)
+	}
+	if t.upd2 == nil {
+		return getPut(fn, func() ([]byte, bool, error) { return t.Get(k, userKey) }, func(v []byte) error { return t.Put(k, userKey, v) })
+	}
+	if err := t.upd2.Update(k, userKey, t.restamp(t.now(), fn)); err != nil {
 		return err
 	}
 	return t.cleanup()

@@ -142,7 +142,7 @@ func TestTTLSemantics(t *testing.T) {
 // TestTTLMapOnReadAndWrite: reading a map entry, or visiting it, renews it
 // under TTLOnReadAndWrite, also from inside another iteration, where the
 // renewal is skipped but the visit happens once; Edit deletes the expired
-// entries it meets.
+// entries it meets; Update sees an expired entry as absent.
 func TestTTLMapOnReadAndWrite(t *testing.T) {
 	const ttl = time.Minute
 	for name, newStore := range backendsFor(t) {
@@ -196,6 +196,26 @@ func TestTTLMapOnReadAndWrite(t *testing.T) {
 			check(t, raw.(runtime.MapState).Iterate(runtime.MakeKey(runtime.StringCodec{}.AppendKey(nil, "k"), nil, 16), func(uk, v []byte) bool { n++; return true }))
 			if n != 3 {
 				t.Errorf("the store holds %d entries after a read-and-write walk, want 3 (the expired one deleted)", n)
+			}
+			// Update sees an expired entry as absent, and stamps its result.
+			check(t, m.Put("k", 9, "old"))
+			clock.Advance(ttl)
+			check(t, m.Update("k", 9, func(old string, found bool) string {
+				if found {
+					t.Errorf("Update saw the expired entry %q", old)
+				}
+				return "new"
+			}))
+			clock.Advance(ttl - time.Millisecond)
+			check(t, m.Update("k", 9, func(old string, found bool) string {
+				if !found || old != "new" {
+					t.Errorf("Update 1ms before the entry expires saw (%q, %v), want (new, true)", old, found)
+				}
+				return old + "er"
+			}))
+			clock.Advance(ttl - time.Millisecond)
+			if v, ok, _ := m.Get("k", 9); !ok || v != "newer" {
+				t.Errorf("after two Updates: (%q, %v), want (newer, true): the last Update renews the entry", v, ok)
 			}
 		})
 	}

@@ -33,12 +33,7 @@ type valueHandle[K, N, V any] struct {
 	upd  ValueUpdater // st, if it updates in one lookup
 	vc   ValueCodec[V]
 	into IntoDecoder[V] // vc, if it decodes into a value (GetInto)
-	// The Update in progress: its function, and the error of decoding
-	// the old value. updCB, made once at bind, is the callback passed to
-	// upd: a closure made per call would be allocated per call.
-	updFn  func(old V, found bool) V
-	updErr error
-	updCB  func(old []byte, found bool) ([]byte, error)
+	updc updateCall[V]  // the Update in progress, if upd
 }
 
 func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V], ttl TTL) (*valueHandle[K, N, V], error) {
@@ -58,7 +53,7 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	h.st, h.vc = vs, vc
 	h.into, _ = vc.(IntoDecoder[V])
 	if h.upd, _ = vs.(ValueUpdater); h.upd != nil {
-		h.updCB = h.updateCallback
+		h.updc.init(spec.Name, vc)
 	}
 	return h, nil
 }
@@ -141,37 +136,12 @@ func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) er
 	}
 	key := h.key(k, n)
 	// fn may read through this handle: its keys must not overwrite key's
-	// bytes (see take). A store calls updCB at most once, and refuses an
-	// Update from inside it before calling anything: the fields are this
-	// call's alone while updCB runs.
+	// bytes (see take).
 	buf := h.take()
-	h.updFn, h.updErr = fn, nil
-	err := h.upd.Update(key, h.updCB)
-	derr := h.updErr
-	h.updFn, h.updErr = nil, nil
+	h.updc.begin(fn)
+	err := h.updc.end(h.upd.Update(key, h.updc.cb))
 	h.give(buf)
-	switch {
-	case derr != nil:
-		return derr
-	case err != nil:
-		return h.errorf("update", err)
-	}
-	return nil
-}
-
-// updateCallback is updCB: it decodes the old value, calls the Update's
-// function and encodes its result.
-func (h *valueHandle[K, N, V]) updateCallback(ob []byte, found bool) ([]byte, error) {
-	fn := h.updFn
-	var old V
-	if found {
-		if err := decodeInto(h.vc, ob, &old); err != nil {
-			h.updErr = h.errorf("decode value", err)
-			return nil, h.updErr
-		}
-	}
-	h.vbuf = h.vc.AppendValue(h.vbuf[:0], fn(old, found))
-	return h.vbuf, nil
+	return err
 }
 
 // Value is a handle on a keyed value state: one V per key K. The zero

@@ -326,11 +326,7 @@ func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byt
 			}
 		}
 	}
-	nv, err := func() ([]byte, error) {
-		s.iterating++
-		defer func() { s.iterating-- }()
-		return fn(old, found)
-	}()
+	nv, err := st.callUpdate(fn, old, found)
 	if err != nil {
 		return err
 	}
@@ -454,6 +450,57 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 		err = m.created(t, k)
 	}
 	return m.done(t, err)
+}
+
+// Update implements runtime.MapUpdater: one lookup finds the entry for fn
+// and, when no live snapshot shares it and fn's result has the old value's
+// length, the place to write that result. Otherwise the result goes
+// through Put.
+func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	st := m.state
+	s := st.s
+	if fn == nil {
+		return fmt.Errorf("cow: state %q: Update with a nil callback", st.spec.Name)
+	}
+	t, err := m.rtable(k, true)
+	if err != nil {
+		return err
+	}
+	if s.iterating > 0 {
+		return fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
+	}
+	var (
+		old   []byte
+		found bool
+	)
+	if t != nil {
+		old, found = treeGet(t.slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
+		old = old[:len(old):len(old)]
+	}
+	nv, err := st.callUpdate(fn, old, found)
+	if err != nil {
+		return err
+	}
+	// Without a live snapshot no item is shared: old's bytes are the
+	// entry's own (as btPut writes a value of the same length).
+	if found && len(nv) == len(old) && !s.snaps.Any() && !s.closed {
+		copy(old, nv)
+		return nil
+	}
+	if found {
+		// nv may be (part of) old, which Put may move.
+		s.updBuf = append(s.updBuf[:0], nv...)
+		nv = s.updBuf
+	}
+	return m.Put(k, userKey, nv)
+}
+
+// callUpdate calls the function of an Update with the old value, refusing
+// writes while it runs.
+func (st *state) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
+	st.s.iterating++
+	defer func() { st.s.iterating-- }()
+	return fn(old, found)
 }
 
 // Delete implements runtime.MapState.

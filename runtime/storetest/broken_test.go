@@ -38,6 +38,7 @@ const (
 	namespacesByLength
 	editAppliesAfterError
 	updateIgnoresError
+	mapUpdateIgnoresError
 	freesDuringScan
 	keysPerNamespace
 	snapshotKeepsExpired
@@ -256,20 +257,26 @@ func (v *flawedValue) Get(k runtime.Key) ([]byte, bool, error) {
 func (v *flawedValue) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
 	upd := v.ValueState.(runtime.ValueUpdater)
 	if v.s.flaw == updateIgnoresError && fn != nil {
-		// A backend that writes fn's result before it looks at the error.
-		var nv []byte
-		err := upd.Update(k, func(old []byte, found bool) ([]byte, error) {
-			var err error
-			nv, err = fn(old, found)
-			nv = bytes.Clone(nv)
-			return nv, err
-		})
-		if err != nil {
-			return errors.Join(err, v.ValueState.Put(k, nv))
-		}
-		return nil
+		return updateIgnoringError(fn, func(fn func([]byte, bool) ([]byte, error)) error { return upd.Update(k, fn) },
+			func(nv []byte) error { return v.ValueState.Put(k, nv) })
 	}
 	return upd.Update(k, fn)
+}
+
+// updateIgnoringError is what a backend does that writes the result of an
+// Update's fn before it looks at fn's error.
+func updateIgnoringError(fn func([]byte, bool) ([]byte, error), update func(func([]byte, bool) ([]byte, error)) error, put func([]byte) error) error {
+	var nv []byte
+	err := update(func(old []byte, found bool) ([]byte, error) {
+		var err error
+		nv, err = fn(old, found)
+		nv = bytes.Clone(nv)
+		return nv, err
+	})
+	if err != nil {
+		return errors.Join(err, put(nv))
+	}
+	return nil
 }
 
 func (v *flawedValue) DeleteAll(k runtime.Key) error {
@@ -395,6 +402,15 @@ func (m *flawedMap) Put(k runtime.Key, uk, v []byte) error {
 	return m.MapState.Put(k, uk, v)
 }
 
+func (m *flawedMap) Update(k runtime.Key, uk []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	upd := m.MapState.(runtime.MapUpdater)
+	if m.s.flaw == mapUpdateIgnoresError && fn != nil {
+		return updateIgnoringError(fn, func(fn func([]byte, bool) ([]byte, error)) error { return upd.Update(k, uk, fn) },
+			func(nv []byte) error { return m.MapState.Put(k, uk, nv) })
+	}
+	return upd.Update(k, uk, fn)
+}
+
 func (m *flawedMap) DeleteAll(k runtime.Key) error {
 	if m.s.flaw == deleteAllOneNamespace && m.Spec().SubKeyed {
 		return m.MapState.Clear(k)
@@ -497,7 +513,8 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"TrustsKeys", trustsKeys, []string{"Contract/KeysNotMade"}},
 		{"NamespacesByLength", namespacesByLength, []string{"Contract/Order"}},
 		{"EditAppliesAfterError", editAppliesAfterError, []string{"Contract/Edit"}},
-		{"UpdateIgnoresError", updateIgnoresError, []string{"Contract/ValueUpdate"}},
+		{"UpdateIgnoresError", updateIgnoresError, []string{"Contract/Update"}},
+		{"MapUpdateIgnoresError", mapUpdateIgnoresError, []string{"Contract/Update"}},
 		{"FreesDuringScan", freesDuringScan, []string{"Contract/ReleaseDuringScan"}},
 		{"KeysPerNamespace", keysPerNamespace, []string{"Contract/Keys"}},
 		{"SnapshotKeepsExpired", snapshotKeepsExpired, []string{"TTL/Rescale1to3", "TTL/Rescale3to2"}},

@@ -35,7 +35,7 @@ func contractChecks() []check {
 		{"KeysNotMade", checkKeysNotMade},
 		{"Order", checkOrder},
 		{"Edit", checkEdit},
-		{"ValueUpdate", checkValueUpdate},
+		{"Update", checkUpdate},
 		{"NamespaceOnKeyedState", checkNamespaceOnKeyedState},
 		{"Closed", checkClosed},
 		{"CloseReleasesOperatorLists", checkCloseReleasesOperatorLists},
@@ -938,65 +938,117 @@ func checkEdit(e *env) {
 	}
 }
 
-// checkValueUpdate: a ValueState that is a runtime.ValueUpdater (an
-// optional interface) updates like a Get then a Put: fn sees the current
-// value, its result is stored (copied), its error stores nothing, writes
-// from fn are refused, and a live snapshot keeps the value it saw. For a
-// store without ValueUpdater there is nothing to check.
-func checkValueUpdate(e *env) {
+// checkUpdate: a ValueState that is a runtime.ValueUpdater, or a MapState
+// that is a runtime.MapUpdater (optional interfaces), updates like a Get
+// then a Put: fn sees the current value, its result is stored (copied),
+// its error stores nothing, writes from fn are refused, and a live
+// snapshot keeps the value it saw. For a store without them there is
+// nothing to check.
+func checkUpdate(e *env) {
 	s := e.newStore(runtime.StoreConfig{})
-	for _, sub := range keyedAndSubKeyed {
-		st := register(s, specFor("update", runtime.KindValue, sub))
-		upd, ok := st.(runtime.ValueUpdater)
-		if !ok {
-			continue
-		}
-		ns, _ := twoNamespaces(sub)
-		k := key(encUint32(1), ns)
-		var calls []string
-		buf := []byte("first")
-		must(upd.Update(k, func(old []byte, found bool) ([]byte, error) {
-			calls = append(calls, fmt.Sprintf("%q %v", old, found))
-			return buf, nil
-		}), "Update of an absent value")
-		poison(buf)
-		expectEq(name(st)+": Update of an absent value calls fn with", []string{`"" false`}, calls)
-		expectEq(name(st)+" after Update of an absent value (the caller reused its buffer)", []string{"first"}, readAll(st, k))
-
-		snap, err := s.Snapshot()
-		must(err, "Snapshot")
-		for _, nv := range []string{"again", "longer value", "short"} { // the same length, then others
-			calls = calls[:0]
-			must(upd.Update(k, func(old []byte, found bool) ([]byte, error) {
-				calls = append(calls, fmt.Sprintf("%q %v", old, found))
-				if v, ok := getValue(st, k); !ok || v != string(old) {
-					fail("%s.Update: fn reads (%q, %v), want what it was given, %q", name(st), v, ok, old)
-				}
-				wantErr(st.(runtime.ValueState).Put(k, []byte("x")), runtime.ErrWriteDuringIteration, name(st)+".Put from inside Update")
-				return []byte(nv), nil
-			}), "Update")
-			if len(calls) != 1 {
-				fail("%s.Update called fn %d times, want once", name(st), len(calls))
+	for _, kind := range []runtime.Kind{runtime.KindValue, runtime.KindMap, runtime.KindSortedMap} {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("update", kind, sub))
+			u, ok := updaterOf(st)
+			if !ok {
+				continue
 			}
-			expectEq(name(st)+" after Update to "+nv, []string{nv}, readAll(st, k))
+			ns, _ := twoNamespaces(sub)
+			checkUpdateOn(s, st, u, key(encUint32(1), ns))
 		}
-		snapVal := ""
-		must(snap.Scan(name(st), k.Group(), func(en runtime.Entry) error {
-			snapVal = string(en.Value)
-			return nil
-		}), "Scan")
-		must(snap.Release(), "Release")
-		if snapVal != "first" {
-			fail("%s: a snapshot taken before Updates reads %q, want %q", name(st), snapVal, "first")
-		}
-		// fn's result may be (part of) the old value.
-		must(upd.Update(k, func(old []byte, _ bool) ([]byte, error) { return old[1:3], nil }), "Update to part of old")
-		expectEq(name(st)+" after Update to old[1:3]", []string{"ho"}, readAll(st, k))
-		boom := errors.New("boom")
-		wantErr(upd.Update(k, func([]byte, bool) ([]byte, error) { return []byte("lost"), boom }), boom, name(st)+".Update whose fn fails")
-		expectEq(name(st)+" after an Update whose fn failed", []string{"ho"}, readAll(st, k))
-		wantAnyErr(upd.Update(k, nil), name(st)+".Update with a nil callback")
 	}
+}
+
+// oneLookup is a state's one-lookup Update, on the entry of k (of a map,
+// its user key "u"), with a plain Get and Put of that entry.
+type oneLookup struct {
+	update func(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error
+	get    func(k runtime.Key) []string // the entry's value, none if absent
+	put    func(k runtime.Key, v []byte) error
+}
+
+// updaterOf returns st's oneLookup if st has one.
+func updaterOf(st runtime.State) (oneLookup, bool) {
+	uk := encString("u")
+	switch st := st.(type) {
+	case runtime.ValueUpdater:
+		vs := st.(runtime.ValueState)
+		return oneLookup{
+			update: st.Update,
+			get: func(k runtime.Key) []string {
+				return readAll(vs, k)
+			},
+			put: vs.Put,
+		}, true
+	case runtime.MapUpdater:
+		ms := st.(runtime.MapState)
+		return oneLookup{
+			update: func(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+				return st.Update(k, uk, fn)
+			},
+			get: func(k runtime.Key) []string {
+				v, found, err := ms.Get(k, uk)
+				must(err, "%s.Get(%s, %q)", name(ms), keyDesc(k), uk)
+				if !found {
+					return []string{}
+				}
+				return []string{string(v)}
+			},
+			put: func(k runtime.Key, v []byte) error { return ms.Put(k, uk, v) },
+		}, true
+	}
+	return oneLookup{}, false
+}
+
+func checkUpdateOn(s runtime.Store, st runtime.State, u oneLookup, k runtime.Key) {
+	var calls []string
+	buf := []byte("first")
+	must(u.update(k, func(old []byte, found bool) ([]byte, error) {
+		calls = append(calls, fmt.Sprintf("%q %v", old, found))
+		return buf, nil
+	}), "Update of an absent value")
+	poison(buf)
+	expectEq(name(st)+": Update of an absent value calls fn with", []string{`"" false`}, calls)
+	expectEq(name(st)+" after Update of an absent value (the caller reused its buffer)", []string{"first"}, u.get(k))
+
+	snap, err := s.Snapshot()
+	must(err, "Snapshot")
+	for _, nv := range []string{"again", "longer value", "short"} { // the same length, then others
+		calls = calls[:0]
+		must(u.update(k, func(old []byte, found bool) ([]byte, error) {
+			calls = append(calls, fmt.Sprintf("%q %v", old, found))
+			if got := u.get(k); len(got) != 1 || got[0] != string(old) {
+				fail("%s.Update: fn reads %q, want what it was given, %q", name(st), got, old)
+			}
+			wantErr(u.put(k, []byte("x")), runtime.ErrWriteDuringIteration, name(st)+".Put from inside Update")
+			return []byte(nv), nil
+		}), "Update")
+		if len(calls) != 1 {
+			fail("%s.Update called fn %d times, want once", name(st), len(calls))
+		}
+		expectEq(name(st)+" after Update to "+nv, []string{nv}, u.get(k))
+	}
+	snapVal := ""
+	must(snap.Scan(name(st), k.Group(), func(en runtime.Entry) error {
+		snapVal = string(en.Value)
+		return nil
+	}), "Scan")
+	must(snap.Release(), "Release")
+	if snapVal != "first" {
+		fail("%s: a snapshot taken before Updates reads %q, want %q", name(st), snapVal, "first")
+	}
+	// With no live snapshot, an Update of the same length may write in place.
+	must(u.update(k, func(old []byte, _ bool) ([]byte, error) { return []byte("SHORT"), nil }), "Update in place")
+	expectEq(name(st)+" after Update to SHORT", []string{"SHORT"}, u.get(k))
+	// fn's result may be (part of) the old value.
+	must(u.update(k, func(old []byte, _ bool) ([]byte, error) { return old[1:3], nil }), "Update to part of old")
+	expectEq(name(st)+" after Update to old[1:3]", []string{"HO"}, u.get(k))
+	must(u.update(k, func(old []byte, _ bool) ([]byte, error) { return old[:], nil }), "Update to old itself")
+	expectEq(name(st)+" after Update to old itself", []string{"HO"}, u.get(k))
+	boom := errors.New("boom")
+	wantErr(u.update(k, func([]byte, bool) ([]byte, error) { return []byte("lost"), boom }), boom, name(st)+".Update whose fn fails")
+	expectEq(name(st)+" after an Update whose fn failed", []string{"HO"}, u.get(k))
+	wantAnyErr(u.update(k, nil), name(st)+".Update with a nil callback")
 }
 
 // wantAnyErr fails if err is nil.
@@ -1033,6 +1085,9 @@ func everyOp(st runtime.State, k runtime.Key, check func(op string, err error)) 
 		check("Delete", st.Delete(k, v))
 		check("Iterate", st.Iterate(k, func(_, _ []byte) bool { return true }))
 		check("Edit", st.Edit(k, func(_, _ []byte) (runtime.MapEdit, error) { return runtime.MapEdit{}, nil }))
+		if upd, ok := st.(runtime.MapUpdater); ok {
+			check("Update", upd.Update(k, v, func([]byte, bool) ([]byte, error) { return v, nil }))
+		}
 		if sm, ok := st.(runtime.SortedMapState); ok {
 			check("Range", sm.Range(k, nil, nil, false, func(_, _ []byte) bool { return true }))
 			check("EditRange", sm.EditRange(k, nil, nil, false, func(_, _ []byte) (runtime.MapEdit, error) { return runtime.MapEdit{}, nil }))

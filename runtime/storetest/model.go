@@ -448,21 +448,31 @@ func (s *valueState) Put(k runtime.Key, value []byte) error {
 
 // Update implements runtime.ValueUpdater.
 func (s *valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	return s.update(k, fn, func(c *cell) ([]byte, bool) {
+		if c == nil {
+			return nil, false
+		}
+		return c.value, true
+	}, func(v []byte) { s.ensure(k).value = v })
+}
+
+// update is the model of a one-lookup Update (ValueUpdater, MapUpdater):
+// fn sees a copy of the old value (read from k's cell, nil if k has none),
+// poisoned once fn returns so that a store that let fn's result alias it
+// shows; write stores a copy of fn's result.
+func (s *stateCore) update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error), read func(*cell) ([]byte, bool), write func([]byte)) error {
 	if err := s.check(k, true, true); err != nil {
 		return err
 	}
 	if fn == nil {
 		return fmt.Errorf("storetest: state %q: Update with a nil callback", s.spec.Name)
 	}
-	var old []byte
-	c := s.lookup(k)
-	if c != nil {
-		old = clone(c.value)
-	}
+	ov, found := read(s.lookup(k))
+	old := clone(ov)
 	var nv []byte
 	var ferr error
 	s.m.callback(func() bool {
-		nv, ferr = fn(old, c != nil)
+		nv, ferr = fn(old, found)
 		return true
 	})
 	val := clone(nv) // before old is poisoned: nv may be old
@@ -470,7 +480,7 @@ func (s *valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]by
 	if ferr != nil {
 		return ferr
 	}
-	s.ensure(k).value = val
+	write(val)
 	return nil
 }
 
@@ -565,6 +575,17 @@ func (s *mapState) Put(k runtime.Key, userKey, value []byte) error {
 	}
 	s.ensure(k).m[string(userKey)] = clone(value)
 	return nil
+}
+
+// Update implements runtime.MapUpdater.
+func (s *mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	return s.update(k, fn, func(c *cell) ([]byte, bool) {
+		if c == nil {
+			return nil, false
+		}
+		v, ok := c.m[string(userKey)]
+		return v, ok
+	}, func(v []byte) { s.ensure(k).m[string(userKey)] = v })
 }
 
 // Delete implements runtime.MapState.
