@@ -182,6 +182,66 @@
 // cancellation, or a failed write — stops every goroutine, and WriteFile
 // returns only after they have ended.
 //
+// # Incremental checkpoints
+//
+// A Tracker wraps a store and records every change made through it — a
+// put, a removal, a cleared (key, namespace), an appended list element, a
+// key's every namespace deleted — as it is made, per state and key group,
+// in the order made: a changelog, in the spirit of Flink's FLIP-158, at the
+// granularity of one entry (with uniform random updates every key group
+// changes every interval, so key-group granularity would write it all).
+// Recording is an append of the entry's bytes; the synchronous phase of a
+// snapshot hands the changes so far to the snapshot and starts new ones,
+// O(states), with no per-entry work. WriteInstance writes a Tracker's
+// snapshot as a file of changes (File.Delta) when the tracker has a base —
+// the chain of the last checkpoint that Tracker.Completed reported — and
+// in full otherwise. A file of changes is an ordinary data file: the same
+// blocks, index, checksums and tag, whose entries are the changes since
+// the base's snapshot (the changes of checkpoints that never completed
+// included) and whose values begin with the operation. It is written in
+// the background like any file, and costs bytes in proportion to what
+// changed, not to the state.
+//
+// The metadata of an incremental checkpoint is version 4
+// (IncrementalFormatVersion): an instance's "base" lists the files its
+// "file" applies to, oldest first — a full file, then files of changes —
+// each with the checkpoint that owns it ("checkpoint") and its size,
+// CRC32C, tag and entry count, all of the instance's key groups:
+//
+//	"file": {"name": "clicks-0.sgc", ..., "delta": true},
+//	"base": [{"name": "clicks-0.sgc", ..., "checkpoint": "chk-00000000000000000040"},
+//	         {"name": "clicks-0.sgc", ..., "checkpoint": "chk-00000000000000000041", "delta": true}]
+//
+// The chain is flattened into every checkpoint's metadata, so a restore
+// reads one metadata object, and a chain cannot loop: the checkpoint
+// itself may not appear in it, nor any file twice. A chain is bounded
+// (TrackOptions.MaxChainLength, DefaultMaxChainLength files); the
+// checkpoint that would exceed it, or whose changes would outweigh the
+// full file, or that follows a restore (what a restore loads is no
+// change), or an overflow of TrackOptions.MaxChangeBytes, is written in
+// full, which starts a new chain. A full checkpoint — a savepoint among
+// them — references nothing and keeps format version 3.
+//
+// A restore reads a chain per (state, key group): the changes of that
+// section in every file of changes, in order, into an overlay of what
+// they leave of each (key, namespace) they touch, then the full file's
+// section through the overlay, then what the overlay adds; memory is in
+// proportion to the changes, and the full file is read once. The files
+// of a chain are opened and checked against the metadata as any file is
+// — size, version, tag, key groups, states, entry count — so a file
+// missing, truncated or swapped for another checkpoint's fails the
+// restore before the store changes, with a *FileError naming the file
+// (its owner's path) and the checkpoint that references it. Portability
+// is kept: a chain restores on any backend and at any parallelism, each
+// new instance reading only the sections of the key groups it owns.
+//
+// Files are shared: a file stays in the checkpoint that wrote it, and
+// Delete removes a checkpoint's metadata but keeps the files that another
+// committed checkpoint references, until the last such checkpoint is
+// deleted. What is referenced is decided from the metadata of the
+// committed checkpoints alone, so it holds after a restart, on any
+// Storage; Cleanup never removes a referenced file.
+//
 // # Storage and the commit protocol
 //
 // Storage is an object store: objects are written once, become visible

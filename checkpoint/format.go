@@ -11,6 +11,26 @@ import (
 // minFormatVersion.
 const FormatVersion = 3
 
+// IncrementalFormatVersion is the metadata version of an incremental
+// checkpoint: one whose instances reference files of earlier checkpoints
+// (Instance.Base) or whose files hold changes (File.Delta). Its data files
+// are FormatVersion's. A checkpoint without either is written as
+// FormatVersion, so that readers of that version keep reading it, and a
+// reader that does not know version 4 refuses an incremental checkpoint
+// instead of restoring only its changes.
+const IncrementalFormatVersion = 4
+
+// maxFormatVersion is the newest metadata version this package reads.
+const maxFormatVersion = IncrementalFormatVersion
+
+// dataVersion returns the data-file version of a metadata version.
+func dataVersion(metaVersion int) int {
+	if metaVersion == IncrementalFormatVersion {
+		return FormatVersion
+	}
+	return metaVersion
+}
+
 // minFormatVersion is the oldest format version this package reads:
 // version 1, whose files carry no tag (see the package doc).
 const minFormatVersion = 1

@@ -70,6 +70,12 @@ type Instance struct {
 	States []string
 	// File is the instance's data file.
 	File File
+	// Base is the chain of earlier checkpoints' files that File applies
+	// to, oldest first: a full file, then the delta files written since,
+	// all of the instance's key groups (format version 4). It is empty when
+	// File is a full file. A restore reads Base[0], applies Base[1:] in
+	// order, then File.
+	Base []FileRef
 	// OperatorState is the instance's opaque operator-state blob (see
 	// InstanceSnapshot.OperatorState), or nil.
 	OperatorState []byte
@@ -83,6 +89,11 @@ type File struct {
 	Size int64
 	// CRC32C is the CRC-32 (Castagnoli) of all its bytes.
 	CRC32C uint32
+	// Delta reports a file of changes (an incremental checkpoint's, format
+	// version 4): its entries are operations to apply, in order, to the
+	// files below it in its instance's chain (see Instance.Base), not
+	// entries to load.
+	Delta bool
 	// Tag is the random tag the writer chose for the file and wrote in its
 	// header: a reader that opens the file checks it, so that a file of
 	// another checkpoint under this file's name fails the restore. It is
@@ -91,6 +102,17 @@ type File struct {
 	Tag uint32
 	// Entries counts the entries it holds.
 	Entries int64
+}
+
+// FileRef is a data file of another checkpoint that an instance's chain
+// references (Instance.Base): the file stays where it was written, owned
+// by that checkpoint, and is deleted only when no committed checkpoint
+// references it any more (see Delete).
+type FileRef struct {
+	// Checkpoint names the checkpoint that wrote the file and owns it.
+	Checkpoint string
+	// File describes it as that checkpoint's metadata did.
+	File File
 }
 
 // The JSON form of Metadata. Field names are the format; they change only
@@ -130,10 +152,12 @@ type (
 		TTLMillis int64 `json:"ttlMillis,omitempty"`
 	}
 	instanceJSON struct {
-		KeyGroups     rangeJSON `json:"keyGroups"`
-		States        []string  `json:"states"`
-		File          fileJSON  `json:"file"`
-		OperatorState []byte    `json:"operatorState,omitempty"`
+		KeyGroups rangeJSON `json:"keyGroups"`
+		States    []string  `json:"states"`
+		File      fileJSON  `json:"file"`
+		// Base is the chain under File; version 4 only.
+		Base          []fileJSON `json:"base,omitempty"`
+		OperatorState []byte     `json:"operatorState,omitempty"`
 	}
 	fileJSON struct {
 		Name   string `json:"name"`
@@ -142,6 +166,10 @@ type (
 		// Tag is the file tag as 8 hex digits; version 2 only.
 		Tag     string `json:"tag,omitempty"`
 		Entries int64  `json:"entries"`
+		// Checkpoint names the checkpoint that owns a referenced file
+		// (Instance.Base); Delta marks a file of changes. Version 4 only.
+		Checkpoint string `json:"checkpoint,omitempty"`
+		Delta      bool   `json:"delta,omitempty"`
 	}
 )
 
@@ -151,7 +179,7 @@ type (
 // as it was.
 func (m *Metadata) Marshal() ([]byte, error) {
 	version := m.version()
-	if version < minFormatVersion || version > FormatVersion {
+	if version < minFormatVersion || version > maxFormatVersion {
 		return nil, fmt.Errorf("%w: cannot write format version %d", ErrUnsupportedVersion, m.FormatVersion)
 	}
 	if err := m.validate(MetadataName); err != nil {
@@ -180,18 +208,13 @@ func (m *Metadata) Marshal() ([]byte, error) {
 		}
 		for k, in := range op.Instances {
 			oj.Instances[k] = instanceJSON{
-				KeyGroups: rangeJSON(in.KeyGroups),
-				States:    in.States,
-				File: fileJSON{
-					Name:    in.File.Name,
-					Size:    in.File.Size,
-					CRC32C:  fmt.Sprintf("%08x", in.File.CRC32C),
-					Entries: in.File.Entries,
-				},
+				KeyGroups:     rangeJSON(in.KeyGroups),
+				States:        in.States,
+				File:          in.File.json(version, ""),
 				OperatorState: in.OperatorState,
 			}
-			if version >= 2 {
-				oj.Instances[k].File.Tag = fmt.Sprintf("%08x", in.File.Tag)
+			for _, ref := range in.Base {
+				oj.Instances[k].Base = append(oj.Instances[k].Base, ref.File.json(version, ref.Checkpoint))
 			}
 			if oj.Instances[k].States == nil {
 				oj.Instances[k].States = []string{}
@@ -208,6 +231,23 @@ func (m *Metadata) Marshal() ([]byte, error) {
 	}
 	j.Checksum = sum
 	return encodeJSON(j, "  ")
+}
+
+// json returns f's JSON form in a metadata of version version, as a file
+// of checkpoint owner (empty: the metadata's own checkpoint).
+func (f File) json(version int, owner string) fileJSON {
+	j := fileJSON{
+		Name:       f.Name,
+		Size:       f.Size,
+		CRC32C:     fmt.Sprintf("%08x", f.CRC32C),
+		Entries:    f.Entries,
+		Checkpoint: owner,
+		Delta:      f.Delta,
+	}
+	if version >= 2 {
+		j.Tag = fmt.Sprintf("%08x", f.Tag)
+	}
+	return j
 }
 
 // encodeJSON encodes v without HTML escaping (the metadata is read by
@@ -245,10 +285,10 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 	if probe.FormatVersion == nil {
 		return nil, corruptField(path, "formatVersion", "missing")
 	}
-	if v, err := strconv.Atoi(string(*probe.FormatVersion)); err != nil || v < minFormatVersion || v > FormatVersion {
+	if v, err := strconv.Atoi(string(*probe.FormatVersion)); err != nil || v < minFormatVersion || v > maxFormatVersion {
 		return nil, &FileError{Path: path, Offset: -1, Field: "formatVersion", Err: ErrUnsupportedVersion,
 			Reason: fmt.Sprintf("format version %s is not supported (this reader reads versions %d to %d)",
-				*probe.FormatVersion, minFormatVersion, FormatVersion)}
+				*probe.FormatVersion, minFormatVersion, maxFormatVersion)}
 	}
 	var j metadataJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -294,27 +334,28 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 				TTL: time.Duration(sj.TTLMillis) * time.Millisecond}
 		}
 		for k, ij := range oj.Instances {
-			f := fmt.Sprintf("%s.instances[%d].file.crc32c", field, k)
-			crc, err := parseCRC(ij.File.CRC32C)
+			f := fmt.Sprintf("%s.instances[%d].file", field, k)
+			file, err := ij.File.parse(path, f, j.FormatVersion)
 			if err != nil {
-				return nil, corruptField(path, f, "%q is not 8 lowercase hexadecimal digits", ij.File.CRC32C)
+				return nil, err
 			}
-			f = fmt.Sprintf("%s.instances[%d].file.tag", field, k)
-			var tag uint32
-			switch {
-			case j.FormatVersion == 1 && ij.File.Tag != "":
-				return nil, corruptField(path, f, "a version-1 metadata has no file tags, this one has %q", ij.File.Tag)
-			case j.FormatVersion >= 2 && ij.File.Tag == "":
-				return nil, corruptField(path, f, "missing: a version-%d metadata records every file's tag", j.FormatVersion)
-			case j.FormatVersion >= 2:
-				if tag, err = parseCRC(ij.File.Tag); err != nil {
-					return nil, corruptField(path, f, "%q is not 8 lowercase hexadecimal digits", ij.File.Tag)
+			if ij.File.Checkpoint != "" {
+				return nil, corruptField(path, f+".checkpoint", "an instance's own file belongs to its checkpoint, this one names %q", ij.File.Checkpoint)
+			}
+			var base []FileRef
+			for l, bj := range ij.Base {
+				bf := fmt.Sprintf("%s.instances[%d].base[%d]", field, k, l)
+				file, err := bj.parse(path, bf, j.FormatVersion)
+				if err != nil {
+					return nil, err
 				}
+				base = append(base, FileRef{Checkpoint: bj.Checkpoint, File: file})
 			}
 			op.Instances[k] = Instance{
 				KeyGroups:     runtime.KeyGroupRange(ij.KeyGroups),
 				States:        ij.States,
-				File:          File{Name: ij.File.Name, Size: ij.File.Size, CRC32C: crc, Tag: tag, Entries: ij.File.Entries},
+				File:          file,
+				Base:          base,
 				OperatorState: ij.OperatorState,
 			}
 		}
@@ -324,6 +365,27 @@ func parseMetadata(path string, data []byte) (*Metadata, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// parse parses the checksum and tag of j, the metadata field f of a
+// metadata of version version.
+func (j fileJSON) parse(path, f string, version int) (File, error) {
+	crc, err := parseCRC(j.CRC32C)
+	if err != nil {
+		return File{}, corruptField(path, f+".crc32c", "%q is not 8 lowercase hexadecimal digits", j.CRC32C)
+	}
+	var tag uint32
+	switch {
+	case version == 1 && j.Tag != "":
+		return File{}, corruptField(path, f+".tag", "a version-1 metadata has no file tags, this one has %q", j.Tag)
+	case version >= 2 && j.Tag == "":
+		return File{}, corruptField(path, f+".tag", "missing: a version-%d metadata records every file's tag", version)
+	case version >= 2:
+		if tag, err = parseCRC(j.Tag); err != nil {
+			return File{}, corruptField(path, f+".tag", "%q is not 8 lowercase hexadecimal digits", j.Tag)
+		}
+	}
+	return File{Name: j.Name, Size: j.Size, CRC32C: crc, Tag: tag, Entries: j.Entries, Delta: j.Delta}, nil
 }
 
 // checksum returns the checksum of j's canonical form.
@@ -368,12 +430,20 @@ func jsonError(path string, data []byte, err error, off int64) error {
 	return &FileError{Path: path, Offset: off, Reason: "metadata cannot be decoded", Err: ErrCorrupt, Cause: err}
 }
 
-// version returns m's format version: FormatVersion if unset.
+// version returns m's format version; if unset, IncrementalFormatVersion
+// for an incremental checkpoint and FormatVersion for the others.
 func (m *Metadata) version() int {
-	if m.FormatVersion == 0 {
-		return FormatVersion
+	if m.FormatVersion != 0 {
+		return m.FormatVersion
 	}
-	return m.FormatVersion
+	for _, op := range m.Operators {
+		for _, in := range op.Instances {
+			if len(in.Base) > 0 || in.File.Delta {
+				return IncrementalFormatVersion
+			}
+		}
+	}
+	return FormatVersion
 }
 
 // validate checks everything about m that does not need its files. Errors
@@ -437,32 +507,96 @@ func (m *Metadata) validate(path string) error {
 					return bad(fmt.Sprintf("%s.states[%d]", f, l), nil, "state %q is not among the operator's states", name)
 				}
 			}
-			if err := ValidateName(in.File.Name); err != nil || in.File.Name == MetadataName {
-				if err == nil {
-					err = fmt.Errorf("%w: %q is the metadata's name", ErrInvalidName, MetadataName)
-				}
-				return bad(f+".file.name", err, "unsafe file name: it must name an object inside the checkpoint")
+			if err := checkFile(in.File, version, func(sub string, cause error, format string, args ...any) error {
+				return bad(f+".file"+sub, cause, format, args...)
+			}); err != nil {
+				return err
 			}
 			if other, dup := files[in.File.Name]; dup {
 				return bad(f+".file.name", nil, "file %q is also named by %s", in.File.Name, other)
 			}
 			files[in.File.Name] = field + f
-			if in.File.Size < minFileSize {
-				return bad(f+".file.size", nil, "size %d is less than the smallest data file (%d bytes)", in.File.Size, minFileSize)
-			}
-			if in.File.Entries < 0 || in.File.Entries > in.File.Size/minEntrySize {
-				return bad(f+".file.entries", nil, "%d entries cannot fit in %d bytes", in.File.Entries, in.File.Size)
-			}
-			if version == 1 && in.File.Tag != 0 {
-				return bad(f+".file.tag", nil, "tag %08x in a version-1 checkpoint, whose files have none", in.File.Tag)
-			}
-			if version >= 2 && in.File.Tag == 0 {
-				return bad(f+".file.tag", nil, "tag is zero: every file of a version-%d checkpoint has a non-zero tag", version)
+			if err := checkChain(in, version, func(sub string, cause error, format string, args ...any) error {
+				return bad(f+sub, cause, format, args...)
+			}); err != nil {
+				return err
 			}
 		}
 		if next != op.KeyGroups.End {
 			return bad(".instances", nil, "instances end at key group %d, the operator's key groups %v at %d", next, op.KeyGroups, op.KeyGroups.End)
 		}
+	}
+	return nil
+}
+
+// checkFile checks the fields of a data file's entry in a metadata of
+// version version; bad reports a problem in one of them.
+func checkFile(file File, version int, bad func(sub string, cause error, format string, args ...any) error) error {
+	if err := ValidateName(file.Name); err != nil || file.Name == MetadataName {
+		if err == nil {
+			err = fmt.Errorf("%w: %q is the metadata's name", ErrInvalidName, MetadataName)
+		}
+		return bad(".name", err, "unsafe file name: it must name an object inside the checkpoint")
+	}
+	if file.Size < minFileSize {
+		return bad(".size", nil, "size %d is less than the smallest data file (%d bytes)", file.Size, minFileSize)
+	}
+	if file.Entries < 0 || file.Entries > file.Size/minEntrySize {
+		return bad(".entries", nil, "%d entries cannot fit in %d bytes", file.Entries, file.Size)
+	}
+	if version == 1 && file.Tag != 0 {
+		return bad(".tag", nil, "tag %08x in a version-1 checkpoint, whose files have none", file.Tag)
+	}
+	if version >= 2 && file.Tag == 0 {
+		return bad(".tag", nil, "tag is zero: every file of a version-%d checkpoint has a non-zero tag", version)
+	}
+	if version < IncrementalFormatVersion && file.Delta {
+		return bad(".delta", nil, "a file of changes in a version-%d checkpoint, which has none", version)
+	}
+	return nil
+}
+
+// checkChain checks the chain of an instance (Instance.Base) in a metadata
+// of version version: a full file, then files of changes, each named once,
+// in a checkpoint of a safe name, under an own file of changes.
+func checkChain(in Instance, version int, bad func(sub string, cause error, format string, args ...any) error) error {
+	if len(in.Base) == 0 {
+		if in.File.Delta {
+			return bad(".file.delta", nil, "a file of changes with no chain to apply to (base is empty)")
+		}
+		return nil
+	}
+	if version < IncrementalFormatVersion {
+		return bad(".base", nil, "a version-%d checkpoint references no files of other checkpoints", version)
+	}
+	if !in.File.Delta {
+		return bad(".file.delta", nil, "a full file over a chain of %d files: only a file of changes applies to a chain", len(in.Base))
+	}
+	seen := make(map[string]int, len(in.Base))
+	for l, ref := range in.Base {
+		sub := fmt.Sprintf(".base[%d]", l)
+		if err := ValidateName(ref.Checkpoint); err != nil || ref.Checkpoint == CoordinatorName {
+			if err == nil {
+				err = fmt.Errorf("%w: %q is the coordinator's", ErrInvalidName, CoordinatorName)
+			}
+			return bad(sub+".checkpoint", err, "unsafe checkpoint name: a chain references files of checkpoints in the same storage")
+		}
+		if err := checkFile(ref.File, version, func(s string, cause error, format string, args ...any) error {
+			return bad(sub+s, cause, format, args...)
+		}); err != nil {
+			return err
+		}
+		if ref.File.Delta != (l > 0) {
+			if l == 0 {
+				return bad(sub+".delta", nil, "a chain begins with a full file, this one with a file of changes")
+			}
+			return bad(sub+".delta", nil, "a full file in the middle of a chain: only base[0] is full")
+		}
+		id := ref.Checkpoint + "/" + ref.File.Name
+		if prev, dup := seen[id]; dup {
+			return bad(sub, nil, "file %s is also base[%d]: a chain names each file once (a reference cycle?)", id, prev)
+		}
+		seen[id] = l
 	}
 	return nil
 }
@@ -473,6 +607,36 @@ func (m *Metadata) fileNames() []string {
 	for _, op := range m.Operators {
 		for _, in := range op.Instances {
 			out = append(out, in.File.Name)
+		}
+	}
+	return out
+}
+
+// checkCycles checks that the metadata of checkpoint ckpt references no
+// file of ckpt itself in a chain: a chain is of earlier checkpoints.
+func (m *Metadata) checkCycles(ckpt string) error {
+	for i, op := range m.Operators {
+		for k, in := range op.Instances {
+			for l, ref := range in.Base {
+				if ref.Checkpoint == ckpt {
+					return corruptField(ckpt+"/"+MetadataName, fmt.Sprintf("operators[%d].instances[%d].base[%d].checkpoint", i, k, l),
+						"the checkpoint references its own file %s in its chain (a reference cycle)", ref.File.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// refs returns the files of other checkpoints m references, as
+// "<checkpoint>/<name>".
+func (m *Metadata) refs() []string {
+	var out []string
+	for _, op := range m.Operators {
+		for _, in := range op.Instances {
+			for _, ref := range in.Base {
+				out = append(out, ref.Checkpoint+"/"+ref.File.Name)
+			}
 		}
 	}
 	return out
@@ -552,7 +716,7 @@ func NewOperator(id string, snaps ...InstanceSnapshot) (Operator, error) {
 			return Operator{}, fmt.Errorf("%w: operator %q: instance key groups %v and %v are not contiguous",
 				runtime.ErrInvalidKeyGroup, id, snaps[i-1].KeyGroups, s.KeyGroups)
 		}
-		in := Instance{KeyGroups: s.KeyGroups, File: s.File, OperatorState: s.OperatorState, States: make([]string, len(s.States))}
+		in := Instance{KeyGroups: s.KeyGroups, File: s.File, Base: s.Base, OperatorState: s.OperatorState, States: make([]string, len(s.States))}
 		for k, spec := range s.States {
 			if prev, ok := specs[spec.Name]; ok {
 				if err := runtime.CheckSame(prev, spec); err != nil {
@@ -589,6 +753,9 @@ func Commit(ctx context.Context, s Storage, ckpt string, m *Metadata) error {
 	if err != nil {
 		return err
 	}
+	if err := m.checkCycles(ckpt); err != nil {
+		return err
+	}
 	for i, op := range m.Operators {
 		for k, in := range op.Instances {
 			field := fmt.Sprintf("operators[%d].instances[%d].file", i, k)
@@ -598,6 +765,16 @@ func Commit(ctx context.Context, s Storage, ckpt string, m *Metadata) error {
 			}
 			if info.Size != in.File.Size {
 				return corruptField(ckpt+"/"+in.File.Name, field+".size", "the file is %d bytes, the metadata says %d", info.Size, in.File.Size)
+			}
+			for l, ref := range in.Base {
+				field := fmt.Sprintf("operators[%d].instances[%d].base[%d]", i, k, l)
+				info, err := s.Stat(ctx, ref.Checkpoint, ref.File.Name)
+				if err != nil {
+					return fmt.Errorf("checkpoint: commit %s: %s references %s/%s: %w", ckpt, field, ref.Checkpoint, ref.File.Name, err)
+				}
+				if info.Size != ref.File.Size {
+					return corruptField(ref.Checkpoint+"/"+ref.File.Name, field+".size", "the file is %d bytes, the metadata of %s says %d", info.Size, ckpt, ref.File.Size)
+				}
 			}
 		}
 	}

@@ -195,8 +195,8 @@ func TestMetadataRejectsBadDocuments(t *testing.T) {
 		sentinel error
 		field    string
 	}{
-		{"format version 4", bytes.Replace(good, []byte(`"formatVersion": 3`), []byte(`"formatVersion": 4`), 1), ErrUnsupportedVersion, "formatVersion"},
-		{"format version 4 with unknown fields", []byte(`{"formatVersion": 4, "shards": []}`), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 5", bytes.Replace(good, []byte(`"formatVersion": 3`), []byte(`"formatVersion": 5`), 1), ErrUnsupportedVersion, "formatVersion"},
+		{"format version 5 with unknown fields", []byte(`{"formatVersion": 5, "shards": []}`), ErrUnsupportedVersion, "formatVersion"},
 		{"format version 0", []byte(`{"formatVersion": 0}`), ErrUnsupportedVersion, "formatVersion"},
 		{"format version 1.5", []byte(`{"formatVersion": 1.5}`), ErrUnsupportedVersion, "formatVersion"},
 		{"format version a string", []byte(`{"formatVersion": "2"}`), ErrUnsupportedVersion, "formatVersion"},
@@ -241,9 +241,9 @@ func TestMarshalRefusesInvalidMetadata(t *testing.T) {
 		t.Errorf("Marshal of an unsafe file name = %v", err)
 	}
 	m = sampleMetadata()
-	m.FormatVersion = 4
+	m.FormatVersion = 5
 	if _, err := m.Marshal(); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Errorf("Marshal of version 4 = %v", err)
+		t.Errorf("Marshal of version 5 = %v", err)
 	}
 	m = withoutSchemas(sampleMetadata())
 	m.FormatVersion = 1

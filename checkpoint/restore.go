@@ -32,6 +32,9 @@ func Open(ctx context.Context, s Storage, ckpt string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := m.checkCycles(ckpt); err != nil {
+		return nil, err
+	}
 	return &Reader{s: s, name: ckpt, meta: m}, nil
 }
 
@@ -45,26 +48,79 @@ func (r *Reader) Metadata() *Metadata { return r.meta }
 // against the metadata: size, format version and tag, maxParallelism, key
 // groups, states and entry count.
 func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.Int64) (*dataFile, error) {
+	in := r.meta.Operators[opIndex].Instances[k]
+	return r.openChecked(ctx, opIndex, k, FileRef{Checkpoint: r.name, File: in.File}, fmt.Sprintf("operators[%d].instances[%d].file", opIndex, k), read)
+}
+
+// openPart opens the part of a View that instance k serves, key groups
+// kgs of it: its file, or its chain (Instance.Base) and its file of
+// changes.
+func (r *Reader) openPart(ctx context.Context, opIndex, k int, kgs runtime.KeyGroupRange, read *atomic.Int64) (viewPart, error) {
+	f, err := r.openFile(ctx, opIndex, k, read)
+	if err != nil {
+		return viewPart{}, err
+	}
+	chain, err := r.openChain(ctx, opIndex, k, read)
+	if err != nil {
+		_ = f.close()
+		return viewPart{}, err
+	}
+	if len(chain) > 0 {
+		// The chain's full file first, then its changes, this
+		// checkpoint's last.
+		chain, f = append(chain[1:], f), chain[0]
+	}
+	return viewPart{kgs: kgs, file: f, changes: chain}, nil
+}
+
+// openChain opens the files of instance k's chain (Instance.Base), in
+// order.
+func (r *Reader) openChain(ctx context.Context, opIndex int, k int, read *atomic.Int64) ([]*dataFile, error) {
+	in := r.meta.Operators[opIndex].Instances[k]
+	var files []*dataFile
+	for l, ref := range in.Base {
+		f, err := r.openChecked(ctx, opIndex, k, ref, fmt.Sprintf("operators[%d].instances[%d].base[%d]", opIndex, k, l), read)
+		if err != nil {
+			for _, f := range files {
+				_ = f.close()
+			}
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// openChecked opens file ref of instance k, at metadata field field, and
+// checks it against the metadata. Errors about a file of another
+// checkpoint (a chain's) name the checkpoint that references it too.
+func (r *Reader) openChecked(ctx context.Context, opIndex int, k int, ref FileRef, field string, read *atomic.Int64) (*dataFile, error) {
 	op := &r.meta.Operators[opIndex]
 	in := op.Instances[k]
-	field := fmt.Sprintf("operators[%d].instances[%d].file", opIndex, k)
-	path := r.name + "/" + in.File.Name
-	obj, err := r.s.Open(ctx, r.name, in.File.Name)
+	path := ref.Checkpoint + "/" + ref.File.Name
+	by := ""
+	if ref.Checkpoint != r.name {
+		by = "referenced by checkpoint " + r.name + ": "
+	}
+	obj, err := r.s.Open(ctx, ref.Checkpoint, ref.File.Name)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, &FileError{Path: path, Offset: -1, Field: field + ".name", Err: ErrNotFound,
-				Reason: "the metadata names a data file that does not exist", Cause: err}
+				Reason: by + "the metadata names a data file that does not exist", Cause: err}
 		}
 		return nil, err
 	}
-	if size := obj.Size(); size != in.File.Size {
+	if size := obj.Size(); size != ref.File.Size {
 		_ = obj.Close()
-		return nil, corruptAt(path, min(size, in.File.Size), "the file is %d bytes, the metadata (%s.size) says %d: truncated or extended",
-			size, field, in.File.Size)
+		return nil, corruptAt(path, min(size, ref.File.Size), "%sthe file is %d bytes, the metadata (%s.size) says %d: truncated or extended",
+			by, size, field, ref.File.Size)
 	}
-	f, err := openDataFile(path, obj, in.File.Size, read)
+	f, err := openDataFile(path, obj, ref.File.Size, read)
 	if err != nil {
 		_ = obj.Close()
+		if fe := (*FileError)(nil); by != "" && errors.As(err, &fe) {
+			fe.Reason = by + fe.Reason
+		}
 		return nil, err
 	}
 	f.closer = obj
@@ -72,7 +128,7 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 	// metadata's field (the file's entry, or one of its fields).
 	reject := func(offset int64, field, reason string) error {
 		_ = obj.Close()
-		return &FileError{Path: path, Offset: offset, Field: field, Err: ErrCorrupt, Reason: reason}
+		return &FileError{Path: path, Offset: offset, Field: field, Err: ErrCorrupt, Reason: by + reason}
 	}
 	mismatch := func(format string, args ...any) error {
 		return reject(0, field, "the file disagrees with the metadata: "+fmt.Sprintf(format, args...))
@@ -81,27 +137,36 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 	// one, whose file has the same size, key groups, states and entry
 	// count and only other values — from this checkpoint's, without
 	// reading more than the header.
-	if int(f.version) != r.meta.FormatVersion {
+	if want := dataVersion(r.meta.FormatVersion); int(f.version) != want {
 		return nil, reject(8, field, fmt.Sprintf("the file is format version %d, the metadata version %d: the file belongs to another checkpoint",
 			f.version, r.meta.FormatVersion))
 	}
-	if f.tag != in.File.Tag {
+	if f.tag != ref.File.Tag {
 		return nil, reject(24, field+".tag", fmt.Sprintf("the file's tag is %08x, the metadata's %08x: the file belongs to another checkpoint (or was written again)",
-			f.tag, in.File.Tag))
+			f.tag, ref.File.Tag))
 	}
 	if f.maxP != op.MaxParallelism || f.kgs != in.KeyGroups {
 		return nil, mismatch("maxParallelism %d and key groups %v, the metadata says %d and %v",
 			f.maxP, f.kgs, op.MaxParallelism, in.KeyGroups)
 	}
-	if len(f.states) != len(in.States) {
+	// A chain's earlier files may hold fewer states (registered since),
+	// each of the operator's.
+	if len(f.states) != len(in.States) && ref.Checkpoint == r.name {
 		return nil, mismatch("%d states, the metadata names %d", len(f.states), len(in.States))
 	}
-	for i, s := range f.states {
-		want, _ := op.spec(in.States[i])
+	for _, s := range f.states {
+		want, ok := op.spec(s.Name)
 		// The file's index records no schema: the metadata's, whose hash
 		// is the fingerprint, is the one.
-		if want.Schema = ""; s != want {
+		if want.Schema = ""; !ok || s != want {
 			return nil, mismatch("state %s, the metadata says %s", s, want)
+		}
+	}
+	if ref.Checkpoint == r.name {
+		for i, s := range f.states {
+			if s.Name != in.States[i] {
+				return nil, mismatch("state %s, the metadata names %s", s.Name, in.States[i])
+			}
 		}
 	}
 	// The index counts the entries of every section: a version-1 file of
@@ -112,8 +177,8 @@ func (r *Reader) openFile(ctx context.Context, opIndex int, k int, read *atomic.
 	for _, sec := range f.sections {
 		entries += sec.entries
 	}
-	if entries != in.File.Entries {
-		return nil, mismatch("its index counts %d entries, the metadata (%s.entries) %d", entries, field, in.File.Entries)
+	if entries != ref.File.Entries {
+		return nil, mismatch("its index counts %d entries, the metadata (%s.entries) %d", entries, field, ref.File.Entries)
 	}
 	return f, nil
 }
@@ -141,12 +206,12 @@ func (r *Reader) View(ctx context.Context, operator string, kgs runtime.KeyGroup
 		if part.Empty() {
 			continue
 		}
-		f, err := r.openFile(ctx, opIndex, k, &v.read)
+		vp, err := r.openPart(ctx, opIndex, k, part, &v.read)
 		if err != nil {
 			_ = v.Close()
 			return nil, err
 		}
-		v.parts = append(v.parts, viewPart{kgs: part, file: f})
+		v.parts = append(v.parts, vp)
 	}
 	return v, nil
 }
@@ -641,11 +706,11 @@ func (r *Reader) Restore(ctx context.Context, plan InstancePlan, store runtime.S
 	}()
 	for _, rd := range plan.Reads {
 		v := &View{ctx: ctx, maxP: op.MaxParallelism, kgs: rd.KeyGroups, states: slices.Clone(op.States), readAhead: readAhead}
-		f, err := r.openFile(ctx, opIndex, rd.Instance, &v.read)
+		vp, err := r.openPart(ctx, opIndex, rd.Instance, rd.KeyGroups, &v.read)
 		if err != nil {
 			return stats, err
 		}
-		v.parts = []viewPart{{kgs: rd.KeyGroups, file: f}}
+		v.parts = []viewPart{vp}
 		views = append(views, v)
 	}
 	stats.Files = len(views)
@@ -795,7 +860,13 @@ func Restore(ctx context.Context, s Storage, ckpt, operator string, index, paral
 func (r *Reader) Verify(ctx context.Context) error {
 	for i, op := range r.meta.Operators {
 		for k, in := range op.Instances {
-			if err := r.verifyFile(ctx, i, k, in.File); err != nil {
+			field := fmt.Sprintf("operators[%d].instances[%d]", i, k)
+			for l, ref := range in.Base {
+				if err := r.verifyFile(ctx, i, k, ref, fmt.Sprintf("%s.base[%d]", field, l)); err != nil {
+					return err
+				}
+			}
+			if err := r.verifyFile(ctx, i, k, FileRef{Checkpoint: r.name, File: in.File}, field+".file"); err != nil {
 				return err
 			}
 		}
@@ -803,14 +874,15 @@ func (r *Reader) Verify(ctx context.Context) error {
 	return nil
 }
 
-func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, file File) error {
+func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, ref FileRef, field string) error {
 	var read atomic.Int64
-	f, err := r.openFile(ctx, opIndex, k, &read)
+	f, err := r.openChecked(ctx, opIndex, k, ref, field, &read)
 	if err != nil {
 		return err
 	}
 	defer f.close()
-	path := r.name + "/" + file.Name
+	file := ref.File
+	path := ref.Checkpoint + "/" + file.Name
 	crc := uint32(0)
 	buf := make([]byte, min(f.size, 1<<20))
 	for off := int64(0); off < f.size; {

@@ -180,17 +180,109 @@ func isCommitted(ctx context.Context, s Storage, ckpt string) (bool, error) {
 // an interrupted Delete leaves debris for Cleanup rather than a committed
 // checkpoint with missing files. Deleting an unknown checkpoint is not an
 // error.
+//
+// Files of ckpt that another committed checkpoint references (an
+// incremental checkpoint's chain, Instance.Base) stay where they are, and
+// ckpt keeps them, without metadata, until the last checkpoint that
+// references them is deleted; that Delete removes them. Which files are
+// referenced is read from the metadata of every committed checkpoint, so
+// it holds after any restart; if one cannot be read, Delete fails before
+// it removes anything. A checkpoint being written that references ckpt's
+// files is not committed and so not seen: do not delete a checkpoint while
+// a chain that may reference it is being written (the coordinator deletes
+// only checkpoints that a completed one subsumes).
 func Delete(ctx context.Context, s Storage, ckpt string) error {
 	if err := ValidateName(ckpt); err != nil {
 		return err
 	}
+	var owners []string // checkpoints whose files ckpt references
+	if m, err := ReadMetadata(ctx, s, ckpt); err == nil {
+		for _, ref := range m.refs() {
+			owner, _, _ := strings.Cut(ref, "/")
+			if !slices.Contains(owners, owner) {
+				owners = append(owners, owner)
+			}
+		}
+	}
+	refs, err := references(ctx, s, ckpt)
+	if err != nil {
+		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
+	}
 	if err := s.Remove(ctx, ckpt, MetadataName); err != nil {
 		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
 	}
-	if err := s.Delete(ctx, ckpt); err != nil {
+	if _, err := sweep(ctx, s, ckpt, refs[ckpt]); err != nil {
 		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
 	}
+	// The files ckpt referenced may have been the last references to an
+	// uncommitted owner's.
+	for _, owner := range owners {
+		committed, err := isCommitted(ctx, s, owner)
+		if err == nil && !committed {
+			_, err = sweep(ctx, s, owner, refs[owner])
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint: delete %s: files it referenced in %s: %w", ckpt, owner, err)
+		}
+	}
 	return nil
+}
+
+// references returns, by owning checkpoint, the names of the files that
+// committed checkpoints other than except reference in their chains.
+func references(ctx context.Context, s Storage, except string) (map[string]map[string]bool, error) {
+	all, err := List(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	refs := make(map[string]map[string]bool)
+	for _, ckpt := range all {
+		if ckpt == except || ckpt == CoordinatorName {
+			continue
+		}
+		m, err := ReadMetadata(ctx, s, ckpt)
+		if err != nil {
+			return nil, fmt.Errorf("cannot tell which files %s references: %w", ckpt, err)
+		}
+		for _, ref := range m.refs() {
+			owner, name, _ := strings.Cut(ref, "/")
+			if refs[owner] == nil {
+				refs[owner] = make(map[string]bool)
+			}
+			refs[owner][name] = true
+		}
+	}
+	return refs, nil
+}
+
+// sweep removes the objects of uncommitted checkpoint ckpt but those in
+// keep, and its uncommitted writes; with nothing to keep it deletes ckpt
+// entirely. It returns what it removed, as Cleanup does.
+func sweep(ctx context.Context, s Storage, ckpt string, keep map[string]bool) ([]string, error) {
+	if len(keep) == 0 {
+		if err := s.Delete(ctx, ckpt); err != nil {
+			return nil, err
+		}
+		return []string{ckpt}, nil
+	}
+	if err := s.RemoveIncomplete(ctx, ckpt); err != nil {
+		return nil, err
+	}
+	objs, err := s.Objects(ctx, ckpt)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, o := range objs {
+		if keep[o.Name] {
+			continue
+		}
+		if err := s.Remove(ctx, ckpt, o.Name); err != nil {
+			return removed, err
+		}
+		removed = append(removed, ckpt+"/"+o.Name)
+	}
+	return removed, nil
 }
 
 // Cleanup removes the debris a crash can leave in s: uncommitted writes
@@ -198,7 +290,11 @@ func Delete(ctx context.Context, s Storage, ckpt string) error {
 // objects of committed checkpoints that their metadata does not name (files
 // of a participant that acknowledged too late). It returns what it removed,
 // as "<checkpoint>" for whole checkpoints and "<checkpoint>/<object>" for
-// single objects.
+// single objects. Files that a committed checkpoint references in its
+// chain (Instance.Base) are never debris, whether or not the checkpoint
+// that owns them is still committed (see Delete); if the metadata of a
+// committed checkpoint cannot be read, what it references is unknown, and
+// Cleanup removes no checkpoint without metadata.
 //
 // Checkpoints being written look like debris. Run Cleanup when nothing
 // writes to s — when a coordinator starts — or pass inProgress, which
@@ -213,6 +309,10 @@ func Cleanup(ctx context.Context, s Storage, inProgress func(ckpt string) bool) 
 	}
 	var removed []string
 	var errs []error
+	refs, rerr := references(ctx, s, "")
+	if rerr != nil {
+		errs = append(errs, fmt.Errorf("checkpoint: cleanup removed no checkpoint without metadata: %w", rerr))
+	}
 	for _, ckpt := range all {
 		if err := ctx.Err(); err != nil {
 			return removed, err
@@ -226,11 +326,14 @@ func Cleanup(ctx context.Context, s Storage, inProgress func(ckpt string) bool) 
 			continue
 		}
 		if !committed {
-			if err := s.Delete(ctx, ckpt); err != nil {
-				errs = append(errs, err)
+			if rerr != nil {
 				continue
 			}
-			removed = append(removed, ckpt)
+			swept, err := sweep(ctx, s, ckpt, refs[ckpt])
+			removed = append(removed, swept...)
+			if err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		if err := s.RemoveIncomplete(ctx, ckpt); err != nil {
@@ -249,7 +352,7 @@ func Cleanup(ctx context.Context, s Storage, inProgress func(ckpt string) bool) 
 			continue
 		}
 		for _, o := range objs {
-			if o.Name == MetadataName || slices.Contains(named, o.Name) {
+			if o.Name == MetadataName || slices.Contains(named, o.Name) || refs[ckpt][o.Name] {
 				continue
 			}
 			if err := s.Remove(ctx, ckpt, o.Name); err != nil {

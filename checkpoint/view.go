@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	"github.com/stategen/stategen/runtime"
@@ -36,10 +37,13 @@ type View struct {
 	closed    atomic.Bool
 }
 
-// viewPart is the part of a View that one data file serves.
+// viewPart is the part of a View that one data file serves: a full file,
+// or the chain of an incremental checkpoint's instance, a full file and
+// files of changes to apply to it in order (see chain.go).
 type viewPart struct {
-	kgs  runtime.KeyGroupRange
-	file *dataFile
+	kgs     runtime.KeyGroupRange
+	file    *dataFile
+	changes []*dataFile
 }
 
 var _ runtime.Snapshot = (*View)(nil)
@@ -104,7 +108,16 @@ func (v *View) scan(state string, kg int, fn func(runtime.Entry) error) (int64, 
 		return 0, fmt.Errorf("%w: checkpoint view has no state %q", runtime.ErrInvalidState, state)
 	}
 	i := sort.Search(len(v.parts), func(i int) bool { return v.parts[i].kgs.End > kg })
+	if p := &v.parts[i]; len(p.changes) > 0 {
+		return p.scanChain(v.ctx, v.spec(state), kg, v.readAhead, fn)
+	}
 	return v.parts[i].file.scan(v.ctx, state, kg, v.readAhead, fn)
+}
+
+// spec returns the spec of a state of the View.
+func (v *View) spec(name string) runtime.StateSpec {
+	i, _ := slices.BinarySearchFunc(v.states, name, func(s runtime.StateSpec, name string) int { return strings.Compare(s.Name, name) })
+	return v.states[i]
 }
 
 // BytesRead returns how many bytes the View has read from its files so far:
@@ -138,8 +151,10 @@ func (v *View) Entries(state string, kg int) (n int64, ok bool) {
 func (v *View) DataBytes() int64 {
 	var n int64
 	for _, p := range v.parts {
-		_, l := p.file.byteRange(p.kgs)
-		n += l
+		for _, f := range append([]*dataFile{p.file}, p.changes...) {
+			_, l := f.byteRange(p.kgs)
+			n += l
+		}
 	}
 	return n
 }
@@ -152,6 +167,9 @@ func (v *View) Close() error {
 	var errs []error
 	for _, p := range v.parts {
 		errs = append(errs, p.file.close())
+		for _, f := range p.changes {
+			errs = append(errs, f.close())
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -88,6 +88,9 @@ type InstanceSnapshot struct {
 	States []runtime.StateSpec
 	// File describes the data file. WriteFile leaves its Name empty.
 	File File
+	// Base is the chain of earlier checkpoints' files that File, a file of
+	// changes, applies to (see Instance.Base); empty for a full file.
+	Base []FileRef
 	// OperatorState is an opaque blob the participant attaches — typically
 	// source positions — which the checkpoint stores and a restore hands
 	// back to every new instance. The writer leaves it nil.
@@ -294,7 +297,19 @@ func (fw *fileWriter) finish() error {
 // once every instance has written its file. On any error, cancellation of
 // ctx included, and on a panic, the partial object is aborted, so nothing
 // remains of it. The returned snapshot's File.Name is name.
+//
+// The snapshot of a Tracker (*TrackedSnapshot) is written as a file of
+// changes over its chain when it has one (File.Delta, Base set), in full
+// otherwise, and the tracker learns which: once Tracker.Completed reports
+// ckpt, that chain is the base of the next.
 func WriteInstance(ctx context.Context, s Storage, ckpt, name string, v runtime.View, opts *WriterOptions) (snap InstanceSnapshot, err error) {
+	if ts, ok := v.(*TrackedSnapshot); ok {
+		return ts.write(ctx, s, ckpt, name, opts)
+	}
+	return writeInstance(ctx, s, ckpt, name, v, opts)
+}
+
+func writeInstance(ctx context.Context, s Storage, ckpt, name string, v runtime.View, opts *WriterOptions) (snap InstanceSnapshot, err error) {
 	if name == MetadataName {
 		return InstanceSnapshot{}, fmt.Errorf("%w: %q is reserved for the metadata", ErrInvalidName, name)
 	}

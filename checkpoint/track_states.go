@@ -1,0 +1,286 @@
+package checkpoint
+
+import (
+	"errors"
+
+	"github.com/stategen/stategen/runtime"
+)
+
+// trackedCore is what the Tracker's states of every kind share: the state
+// under them, and the recording of the changes common to every kind.
+type trackedCore struct {
+	t     *Tracker
+	name  string
+	inner runtime.State
+	// The one-lookup Update in progress (ValueUpdater, MapUpdater): its
+	// function and the value it returned. updCB, made once, is the
+	// callback passed to the inner state.
+	updFn func(old []byte, found bool) ([]byte, error)
+	updNV []byte
+	updOK bool
+	updCB func(old []byte, found bool) ([]byte, error)
+}
+
+// wrap returns the tracked state of st's kind.
+func (c *trackedCore) wrap(st runtime.State) runtime.State {
+	c.updCB = c.updateCallback
+	switch st := st.(type) {
+	case runtime.SortedMapState:
+		return &trackedSorted{trackedMap{c, st, updaterOf[runtime.MapUpdater](st)}, st}
+	case runtime.MapState:
+		return &trackedMap{c, st, updaterOf[runtime.MapUpdater](st)}
+	case runtime.ListState:
+		return &trackedList{c, st}
+	case runtime.ValueState:
+		return &trackedValue{c, st, updaterOf[runtime.ValueUpdater](st)}
+	}
+	return st
+}
+
+func updaterOf[U any](st runtime.State) U {
+	u, _ := st.(U)
+	return u
+}
+
+// Spec implements runtime.State.
+func (c *trackedCore) Spec() runtime.StateSpec { return c.inner.Spec() }
+
+// Clear implements runtime.State.
+func (c *trackedCore) Clear(k runtime.Key) error {
+	if err := c.inner.Clear(k); err != nil {
+		return err
+	}
+	c.t.record(c.name, opClear, k, k.Namespace(), nil, nil)
+	return nil
+}
+
+// Namespaces implements runtime.State.
+func (c *trackedCore) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
+	return c.inner.Namespaces(k, fn)
+}
+
+// DeleteAll implements runtime.State.
+func (c *trackedCore) DeleteAll(k runtime.Key) error {
+	if err := c.inner.DeleteAll(k); err != nil {
+		return err
+	}
+	c.t.record(c.name, opDeleteAll, k, nil, nil, nil)
+	return nil
+}
+
+// Keys implements runtime.State.
+func (c *trackedCore) Keys(kg int, fn func(key []byte) bool) error { return c.inner.Keys(kg, fn) }
+
+// update runs a one-lookup Update of fn through do and reports the value
+// written, if any (valid until the next Update).
+func (c *trackedCore) update(fn func(old []byte, found bool) ([]byte, error), do func() error) ([]byte, bool, error) {
+	c.updFn, c.updOK = fn, false
+	err := do()
+	ok := c.updOK && err == nil
+	c.updFn, c.updOK = nil, false
+	return c.updNV, ok, err
+}
+
+func (c *trackedCore) updateCallback(old []byte, found bool) ([]byte, error) {
+	nv, err := c.updFn(old, found)
+	if err == nil {
+		c.updNV, c.updOK = append(c.updNV[:0], nv...), true
+	}
+	return nv, err
+}
+
+// trackedValue is a tracked ValueState.
+type trackedValue struct {
+	*trackedCore
+	st  runtime.ValueState
+	upd runtime.ValueUpdater // st, if it updates in one lookup
+}
+
+// Get implements runtime.ValueState.
+func (v *trackedValue) Get(k runtime.Key) ([]byte, bool, error) { return v.st.Get(k) }
+
+// Put implements runtime.ValueState.
+func (v *trackedValue) Put(k runtime.Key, value []byte) error {
+	if err := v.st.Put(k, value); err != nil {
+		return err
+	}
+	v.t.record(v.name, opPut, k, k.Namespace(), nil, value)
+	return nil
+}
+
+// Update implements runtime.ValueUpdater, in one lookup if the inner state
+// does.
+func (v *trackedValue) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	if v.upd == nil || fn == nil {
+		if fn == nil {
+			return errors.New("checkpoint: tracked state " + v.name + ": Update with a nil callback")
+		}
+		old, found, err := v.st.Get(k)
+		if err != nil {
+			return err
+		}
+		nv, err := fn(old, found)
+		if err != nil {
+			return err
+		}
+		return v.Put(k, nv)
+	}
+	nv, ok, err := v.update(fn, func() error { return v.upd.Update(k, v.updCB) })
+	if ok {
+		v.t.record(v.name, opPut, k, k.Namespace(), nil, nv)
+	}
+	return err
+}
+
+// trackedList is a tracked ListState.
+type trackedList struct {
+	*trackedCore
+	st runtime.ListState
+}
+
+// Get implements runtime.ListState.
+func (l *trackedList) Get(k runtime.Key, fn func(elem []byte) bool) error { return l.st.Get(k, fn) }
+
+// Add implements runtime.ListState.
+func (l *trackedList) Add(k runtime.Key, elem []byte) error {
+	if err := l.st.Add(k, elem); err != nil {
+		return err
+	}
+	l.t.record(l.name, opAppend, k, k.Namespace(), nil, elem)
+	return nil
+}
+
+// AddAll implements runtime.ListState.
+func (l *trackedList) AddAll(k runtime.Key, elems [][]byte) error {
+	if err := l.st.AddAll(k, elems); err != nil {
+		return err
+	}
+	for _, e := range elems {
+		l.t.record(l.name, opAppend, k, k.Namespace(), nil, e)
+	}
+	return nil
+}
+
+// Replace implements runtime.ListState.
+func (l *trackedList) Replace(k runtime.Key, elems [][]byte) error {
+	if err := l.st.Replace(k, elems); err != nil {
+		return err
+	}
+	l.t.record(l.name, opClear, k, k.Namespace(), nil, nil)
+	for _, e := range elems {
+		l.t.record(l.name, opAppend, k, k.Namespace(), nil, e)
+	}
+	return nil
+}
+
+// trackedMap is a tracked MapState.
+type trackedMap struct {
+	*trackedCore
+	st  runtime.MapState
+	upd runtime.MapUpdater // st, if it updates in one lookup
+}
+
+// Get implements runtime.MapState.
+func (m *trackedMap) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
+	return m.st.Get(k, userKey)
+}
+
+// Put implements runtime.MapState.
+func (m *trackedMap) Put(k runtime.Key, userKey, value []byte) error {
+	if err := m.st.Put(k, userKey, value); err != nil {
+		return err
+	}
+	m.t.record(m.name, opPut, k, k.Namespace(), userKey, value)
+	return nil
+}
+
+// Delete implements runtime.MapState.
+func (m *trackedMap) Delete(k runtime.Key, userKey []byte) error {
+	if err := m.st.Delete(k, userKey); err != nil {
+		return err
+	}
+	m.t.record(m.name, opDelete, k, k.Namespace(), userKey, nil)
+	return nil
+}
+
+// Update implements runtime.MapUpdater, in one lookup if the inner state
+// does.
+func (m *trackedMap) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	if m.upd == nil || fn == nil {
+		if fn == nil {
+			return errors.New("checkpoint: tracked state " + m.name + ": Update with a nil callback")
+		}
+		old, found, err := m.st.Get(k, userKey)
+		if err != nil {
+			return err
+		}
+		nv, err := fn(old, found)
+		if err != nil {
+			return err
+		}
+		return m.Put(k, userKey, nv)
+	}
+	nv, ok, err := m.update(fn, func() error { return m.upd.Update(k, userKey, m.updCB) })
+	if ok {
+		m.t.record(m.name, opPut, k, k.Namespace(), userKey, nv)
+	}
+	return err
+}
+
+// Iterate implements runtime.MapState.
+func (m *trackedMap) Iterate(k runtime.Key, fn func(userKey, value []byte) bool) error {
+	return m.st.Iterate(k, fn)
+}
+
+// Edit implements runtime.MapState.
+func (m *trackedMap) Edit(k runtime.Key, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return m.edit(k, fn, func(fn func(userKey, value []byte) (runtime.MapEdit, error)) error { return m.st.Edit(k, fn) })
+}
+
+// edit runs an Edit of fn through do, recording the edits it applied.
+func (m *trackedMap) edit(k runtime.Key, fn func(userKey, value []byte) (runtime.MapEdit, error), do func(func(userKey, value []byte) (runtime.MapEdit, error)) error) error {
+	if fn == nil {
+		return do(nil)
+	}
+	var edits []byte // the changes, in the order fn made them
+	err := do(func(uk, v []byte) (runtime.MapEdit, error) {
+		e, err := fn(uk, v)
+		if err == nil || errors.Is(err, runtime.StopEdit) {
+			switch e.Action {
+			case runtime.EditDelete:
+				edits = appendChange(edits, opDelete, nil, nil, uk, nil)
+			case runtime.EditReplace:
+				edits = appendChange(edits, opPut, nil, nil, uk, e.Value)
+			}
+		}
+		return e, err
+	})
+	if err != nil {
+		return err
+	}
+	for len(edits) > 0 {
+		var op byte
+		var uk, v []byte
+		op, _, _, uk, v, edits = nextChange(edits)
+		m.t.record(m.name, op, k, k.Namespace(), uk, v)
+	}
+	return nil
+}
+
+// trackedSorted is a tracked SortedMapState.
+type trackedSorted struct {
+	trackedMap
+	sm runtime.SortedMapState
+}
+
+// Range implements runtime.SortedMapState.
+func (m *trackedSorted) Range(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) bool) error {
+	return m.sm.Range(k, lo, hi, reverse, fn)
+}
+
+// EditRange implements runtime.SortedMapState.
+func (m *trackedSorted) EditRange(k runtime.Key, lo, hi []byte, reverse bool, fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+	return m.edit(k, fn, func(fn func(userKey, value []byte) (runtime.MapEdit, error)) error {
+		return m.sm.EditRange(k, lo, hi, reverse, fn)
+	})
+}
