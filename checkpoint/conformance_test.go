@@ -39,3 +39,12 @@ func TestConformanceThroughFiles(t *testing.T) {
 		t.Errorf("only %d snapshots went through the codec", calls.Load())
 	}
 }
+
+// TestConformanceTrackedChains runs the Store conformance suite on a
+// Tracker over the reference model, with every snapshot carried through
+// a chain of incremental checkpoints (checkpointtest.RunTrackedChains):
+// the tracker is a conforming store, and what the suite reads back of
+// each snapshot — restores and rescales included — is the chain's.
+func TestConformanceTrackedChains(t *testing.T) {
+	checkpointtest.RunTrackedChains(t, modelFactory, storetest.Sorted())
+}

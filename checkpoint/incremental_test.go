@@ -490,3 +490,57 @@ func verify(s checkpoint.Storage, ckpt string) error {
 	}
 	return r.Verify(ctx)
 }
+
+// TestIncrementalSavepoint: a savepoint's snapshot (SelfContained) is
+// written in full amid a chain, and never becomes a base: the checkpoint
+// after it still applies to the chain before it.
+func TestIncrementalSavepoint(t *testing.T) {
+	inner, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: incMaxP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checkpoint.Track(inner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	st, err := tr.Register(incSpecs[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := st.(runtime.ValueState)
+	s := checkpoint.NewMem()
+	take := func(ckpt string, savepoint bool, puts int) checkpoint.InstanceSnapshot {
+		t.Helper()
+		for i := range puts {
+			if err := v.Put(runtime.MakeKey(fmt.Appendf(nil, "%s-%d", ckpt, i), nil, incMaxP), []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap, err := tr.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if savepoint {
+			snap.(*checkpoint.TrackedSnapshot).SelfContained()
+		}
+		is, err := checkpoint.WriteInstance(ctx, s, ckpt, "op-0.sgc", snap, nil)
+		_ = snap.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Completed(ckpt)
+		return is
+	}
+	take("a", false, 100)
+	if is := take("b", false, 1); !is.File.Delta || len(is.Base) != 1 || is.Base[0].Checkpoint != "a" {
+		t.Fatalf("the checkpoint after a full one: delta %v over %v, want changes over a", is.File.Delta, is.Base)
+	}
+	if is := take("sp", true, 1); is.File.Delta || len(is.Base) != 0 {
+		t.Fatalf("a savepoint: delta %v over %v, want a full file", is.File.Delta, is.Base)
+	}
+	is := take("c", false, 1)
+	if !is.File.Delta || len(is.Base) != 2 || is.Base[1].Checkpoint != "b" {
+		t.Fatalf("the checkpoint after a savepoint: delta %v over %v, want changes over a and b", is.File.Delta, is.Base)
+	}
+}

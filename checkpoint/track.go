@@ -343,7 +343,17 @@ type TrackedSnapshot struct {
 	seq  uint64
 	base []FileRef
 	segs []segment
+	own  bool // a savepoint's (SelfContained)
 }
+
+// SelfContained makes the snapshot a savepoint's: it is written in full,
+// references nothing, and never becomes the base of a chain — a savepoint
+// belongs to the user, who may delete it at any time. Call it before the
+// snapshot is written.
+func (s *TrackedSnapshot) SelfContained() { s.base, s.segs, s.own = nil, nil, true }
+
+// Tracker returns the tracker that took the snapshot.
+func (s *TrackedSnapshot) Tracker() *Tracker { return s.t }
 
 // Base returns the chain the snapshot's changes apply to, nil if it is
 // written in full.
@@ -353,7 +363,7 @@ func (s *TrackedSnapshot) Base() []FileRef { return append([]FileRef(nil), s.bas
 func (s *TrackedSnapshot) write(ctx context.Context, st Storage, ckpt, name string, opts *WriterOptions) (InstanceSnapshot, error) {
 	if s.base == nil {
 		is, err := writeInstance(ctx, st, ckpt, name, s.Snapshot, opts)
-		if err == nil {
+		if err == nil && !s.own {
 			s.t.recordWritten(ckpt, s.seq, []FileRef{{Checkpoint: ckpt, File: is.File}})
 		}
 		return is, err

@@ -21,25 +21,55 @@ type trackedCore struct {
 	updCB func(old []byte, found bool) ([]byte, error)
 }
 
-// wrap returns the tracked state of st's kind.
+// wrap returns the tracked state of st's kind. It is a runtime.ValueUpdater
+// or runtime.MapUpdater exactly when st is.
 func (c *trackedCore) wrap(st runtime.State) runtime.State {
 	c.updCB = c.updateCallback
 	switch st := st.(type) {
 	case runtime.SortedMapState:
-		return &trackedSorted{trackedMap{c, st, updaterOf[runtime.MapUpdater](st)}, st}
+		m := &trackedSorted{trackedMap{c, st, nil}, st}
+		if m.upd, _ = st.(runtime.MapUpdater); m.upd != nil {
+			return trackedSortedUpdater{m}
+		}
+		return m
 	case runtime.MapState:
-		return &trackedMap{c, st, updaterOf[runtime.MapUpdater](st)}
+		m := &trackedMap{c, st, nil}
+		if m.upd, _ = st.(runtime.MapUpdater); m.upd != nil {
+			return trackedMapUpdater{m}
+		}
+		return m
 	case runtime.ListState:
 		return &trackedList{c, st}
 	case runtime.ValueState:
-		return &trackedValue{c, st, updaterOf[runtime.ValueUpdater](st)}
+		v := &trackedValue{c, st, nil}
+		if v.upd, _ = st.(runtime.ValueUpdater); v.upd != nil {
+			return trackedValueUpdater{v}
+		}
+		return v
 	}
 	return st
 }
 
-func updaterOf[U any](st runtime.State) U {
-	u, _ := st.(U)
-	return u
+// The tracked states of stores that update in one lookup.
+type (
+	trackedValueUpdater  struct{ *trackedValue }
+	trackedMapUpdater    struct{ *trackedMap }
+	trackedSortedUpdater struct{ *trackedSorted }
+)
+
+// Update implements runtime.ValueUpdater.
+func (v trackedValueUpdater) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	return v.update(k, fn)
+}
+
+// Update implements runtime.MapUpdater.
+func (m trackedMapUpdater) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	return m.update(k, userKey, fn)
+}
+
+// Update implements runtime.MapUpdater.
+func (m trackedSortedUpdater) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	return m.update(k, userKey, fn)
 }
 
 // Spec implements runtime.State.
@@ -108,24 +138,12 @@ func (v *trackedValue) Put(k runtime.Key, value []byte) error {
 	return nil
 }
 
-// Update implements runtime.ValueUpdater, in one lookup if the inner state
-// does.
-func (v *trackedValue) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
-	if v.upd == nil || fn == nil {
-		if fn == nil {
-			return errors.New("checkpoint: tracked state " + v.name + ": Update with a nil callback")
-		}
-		old, found, err := v.st.Get(k)
-		if err != nil {
-			return err
-		}
-		nv, err := fn(old, found)
-		if err != nil {
-			return err
-		}
-		return v.Put(k, nv)
+// update is the Update of a state whose inner state is a ValueUpdater.
+func (v *trackedValue) update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	if fn == nil {
+		return v.upd.Update(k, nil) // the store's error
 	}
-	nv, ok, err := v.update(fn, func() error { return v.upd.Update(k, v.updCB) })
+	nv, ok, err := v.trackedCore.update(fn, func() error { return v.upd.Update(k, v.updCB) })
 	if ok {
 		v.t.record(v.name, opPut, k, k.Namespace(), nil, nv)
 	}
@@ -203,24 +221,12 @@ func (m *trackedMap) Delete(k runtime.Key, userKey []byte) error {
 	return nil
 }
 
-// Update implements runtime.MapUpdater, in one lookup if the inner state
-// does.
-func (m *trackedMap) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
-	if m.upd == nil || fn == nil {
-		if fn == nil {
-			return errors.New("checkpoint: tracked state " + m.name + ": Update with a nil callback")
-		}
-		old, found, err := m.st.Get(k, userKey)
-		if err != nil {
-			return err
-		}
-		nv, err := fn(old, found)
-		if err != nil {
-			return err
-		}
-		return m.Put(k, userKey, nv)
+// update is the Update of a state whose inner state is a MapUpdater.
+func (m *trackedMap) update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	if fn == nil {
+		return m.upd.Update(k, userKey, nil) // the store's error
 	}
-	nv, ok, err := m.update(fn, func() error { return m.upd.Update(k, userKey, m.updCB) })
+	nv, ok, err := m.trackedCore.update(fn, func() error { return m.upd.Update(k, userKey, m.updCB) })
 	if ok {
 		m.t.record(m.name, opPut, k, k.Namespace(), userKey, nv)
 	}

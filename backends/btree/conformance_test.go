@@ -38,3 +38,10 @@ func TestConformanceDegree2(t *testing.T) {
 func TestConformanceThroughFiles(t *testing.T) {
 	storetest.Run(t, factory(btree.Options{}), storetest.Sorted(), storetest.WithSnapshotCodec(checkpointtest.ThroughFiles))
 }
+
+// TestConformanceTrackedChains runs the suite on a checkpoint.Tracker over
+// the backend, with every snapshot written as a chain of incremental
+// checkpoints and read back through it.
+func TestConformanceTrackedChains(t *testing.T) {
+	checkpointtest.RunTrackedChains(t, factory(btree.Options{}), storetest.Sorted())
+}

@@ -3,6 +3,8 @@ package cow_test
 import (
 	"testing"
 
+	"github.com/stategen/stategen/checkpoint/checkpointtest"
+
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
@@ -37,4 +39,11 @@ func TestConformanceTinySlabsEagerCompaction(t *testing.T) {
 // 1 on one core).
 func TestConformanceParallelRestore(t *testing.T) {
 	storetest.Run(t, factory(cow.Options{RestoreConcurrency: 4}))
+}
+
+// TestConformanceTrackedChains runs the suite on a checkpoint.Tracker over
+// the backend, with every snapshot written as a chain of incremental
+// checkpoints and read back through it.
+func TestConformanceTrackedChains(t *testing.T) {
+	checkpointtest.RunTrackedChains(t, factory(cow.Options{}))
 }

@@ -8,16 +8,24 @@
 // so that every snapshot the suite restores or reads is written as a data
 // file, committed with its metadata into a temporary directory, verified,
 // and read back through a checkpoint.View.
+//
+// ThroughChains does the same for the snapshots of a checkpoint.Tracker,
+// into one storage per tracker, reporting each checkpoint completed: the
+// snapshots of a tracked store are then written as chains of incremental
+// checkpoints, and every snapshot the suite reads is read through its
+// chain.
 package checkpointtest
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
 )
 
 // OperatorID is the operator id under which Codec stores snapshots.
@@ -68,5 +76,85 @@ func Codec(opts *checkpoint.WriterOptions) func(tb testing.TB, v runtime.View) (
 			return nil, fmt.Errorf("checkpointtest: a freshly written checkpoint fails Verify: %w", err)
 		}
 		return r.View(ctx, OperatorID, v.KeyGroups())
+	}
+}
+
+// ThroughChains is ThroughFiles for the snapshots of a checkpoint.Tracker
+// (a *checkpoint.TrackedSnapshot; other views go through ThroughFiles):
+// each tracker writes into a temporary directory of its own, one
+// checkpoint per snapshot, and learns that each one completed as soon as
+// it is committed, so that the next snapshots are written as files of
+// changes over its chain. The View returned reads the snapshot through its
+// chain. It reports through Deltas how many files of changes it wrote.
+func ThroughChains(tb testing.TB, v runtime.View) (runtime.View, error) {
+	ts, ok := v.(*checkpoint.TrackedSnapshot)
+	if !ok {
+		return ThroughFiles(tb, v)
+	}
+	ctx := context.Background()
+	tr := ts.Tracker()
+	var s checkpoint.Storage
+	if d, ok := chainDirs.Load(tr); ok {
+		s = d.(checkpoint.Storage)
+	} else {
+		d, err := checkpoint.NewDir(tb.TempDir())
+		if err != nil {
+			return nil, err
+		}
+		got, _ := chainDirs.LoadOrStore(tr, d)
+		s = got.(checkpoint.Storage)
+	}
+	n := seq.Add(1)
+	ckpt := checkpoint.CheckpointName(uint64(n))
+	snap, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", v, &checkpoint.WriterOptions{BlockSize: 512})
+	if err != nil {
+		return nil, err
+	}
+	if snap.File.Delta {
+		deltas.Add(1)
+	}
+	op, err := checkpoint.NewOperator(OperatorID, snap)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(n), Operators: []checkpoint.Operator{op}}); err != nil {
+		return nil, err
+	}
+	tr.Completed(ckpt)
+	r, err := checkpoint.Open(ctx, s, ckpt)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Verify(ctx); err != nil {
+		return nil, fmt.Errorf("checkpointtest: a freshly written checkpoint fails Verify: %w", err)
+	}
+	return r.View(ctx, OperatorID, v.KeyGroups())
+}
+
+// Deltas returns how many files of changes ThroughChains has written in
+// this process.
+func Deltas() int64 { return deltas.Load() }
+
+var (
+	chainDirs sync.Map // *checkpoint.Tracker -> checkpoint.Storage
+	deltas    atomic.Int64
+)
+
+// RunTrackedChains runs the conformance suite (storetest.Run, with opts)
+// on a checkpoint.Tracker over every store of factory, with every snapshot
+// carried through a chain of incremental checkpoints (ThroughChains), and
+// fails if fewer than ten snapshots were written as files of changes.
+func RunTrackedChains(t *testing.T, factory storetest.Factory, opts ...storetest.Option) {
+	tracked := func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		tr, err := checkpoint.Track(factory(tb, cfg), nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return tr
+	}
+	before := Deltas()
+	storetest.Run(t, tracked, append(opts, storetest.WithSnapshotCodec(ThroughChains))...)
+	if n := Deltas() - before; n < 10 {
+		t.Errorf("only %d snapshots were written as files of changes", n)
 	}
 }
