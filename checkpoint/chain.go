@@ -134,11 +134,16 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 			return 0, err
 		}
 	}
+	if len(o.order) == 0 && len(o.gone) == 0 {
+		// No change to this section: the full file's, as it is.
+		return p.file.scan(ctx, spec.Name, kg, readAhead, fn)
+	}
 	var n int64
 	emit := func(en runtime.Entry) error {
 		n++
 		return fn(en)
 	}
+	var id []byte // the identity of the entry being passed
 	// The list whose elements the full file is passing, to append the
 	// changes' elements to once they end.
 	var open *overlayEntry
@@ -156,10 +161,11 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 		return nil
 	}
 	_, err := p.file.scan(ctx, spec.Name, kg, readAhead, func(en runtime.Entry) error {
-		if o.gone[string(en.Key)] {
+		if len(o.gone) > 0 && o.gone[string(en.Key)] {
 			return flush()
 		}
-		e := o.entries[ident(en.Key, en.Namespace)]
+		id = appendBytes(appendBytes(id[:0], en.Key), en.Namespace)
+		e := o.entries[string(id)]
 		if open != nil && open != e {
 			if err := flush(); err != nil {
 				return err

@@ -98,10 +98,33 @@ type Tracker struct {
 }
 
 // changeLog is the changes of one state in one key group: encoded
-// operations, in order (see appendChange).
+// operations, in order (see appendChange), in chunks that are never
+// copied as the log grows — a change costs its bytes, once.
 type changeLog struct {
-	buf []byte
-	n   int
+	chunks [][]byte
+}
+
+// Sizes of a changeLog's chunks: the first is small (most (state, key
+// group) logs of a short interval are), each next one twice the last.
+const (
+	minChunk = 256
+	maxChunk = 64 << 10
+)
+
+// add appends one change and returns its size.
+func (l *changeLog) add(op byte, key, ns, uk, value []byte) int {
+	need := 1 + uvarintLen(len(key)) + len(key) + uvarintLen(len(ns)) + len(ns) +
+		uvarintLen(len(uk)) + len(uk) + uvarintLen(len(value)) + len(value)
+	if n := len(l.chunks); n == 0 || len(l.chunks[n-1])+need > cap(l.chunks[n-1]) {
+		size := minChunk
+		if n > 0 {
+			size = min(2*cap(l.chunks[n-1]), maxChunk)
+		}
+		l.chunks = append(l.chunks, make([]byte, 0, max(size, need)))
+	}
+	c := &l.chunks[len(l.chunks)-1]
+	*c = appendChange(*c, op, key, ns, uk, value)
+	return need
 }
 
 // segment is the changes made between two snapshots.
@@ -292,11 +315,7 @@ func (t *Tracker) record(name string, op byte, k runtime.Key, ns, uk, value []by
 		logs = make([]changeLog, t.cfg.KeyGroups.Len())
 		t.cur[name] = logs
 	}
-	l := &logs[k.Group()-t.cfg.KeyGroups.Start]
-	before := len(l.buf)
-	l.buf = appendChange(l.buf, op, k.Bytes(), ns, uk, value)
-	l.n++
-	t.curSize += int64(len(l.buf) - before)
+	t.curSize += int64(logs[k.Group()-t.cfg.KeyGroups.Start].add(op, k.Bytes(), ns, uk, value))
 	if t.curSize+t.segSize.Load() > t.maxMem {
 		t.overflow()
 	}
@@ -345,6 +364,10 @@ type TrackedSnapshot struct {
 	segs []segment
 	own  bool // a savepoint's (SelfContained)
 }
+
+// Full makes the snapshot be written in full, whatever its changes: a
+// materialization, which starts a new chain once it completes.
+func (s *TrackedSnapshot) Full() { s.base, s.segs = nil, nil }
 
 // SelfContained makes the snapshot a savepoint's: it is written in full,
 // references nothing, and never becomes the base of a chain — a savepoint
@@ -405,15 +428,16 @@ func (v changesView) Scan(state string, kg int, fn func(runtime.Entry) error) er
 		if logs == nil {
 			continue
 		}
-		b := logs[kg-kgs.Start].buf
-		for len(b) > 0 {
-			var op byte
-			var en runtime.Entry
-			op, en.Key, en.Namespace, en.UserKey, en.Value, b = nextChange(b)
-			val = append(append(val[:0], op), en.Value...)
-			en.Value = val
-			if err := fn(en); err != nil {
-				return err
+		for _, b := range logs[kg-kgs.Start].chunks {
+			for len(b) > 0 {
+				var op byte
+				var en runtime.Entry
+				op, en.Key, en.Namespace, en.UserKey, en.Value, b = nextChange(b)
+				val = append(append(val[:0], op), en.Value...)
+				en.Value = val
+				if err := fn(en); err != nil {
+					return err
+				}
 			}
 		}
 	}
