@@ -336,7 +336,16 @@ func (in *Instance) snapshot(t Trigger, operatorState []byte, finished bool) err
 	// store's snapshot, in the blob the checkpoint records.
 	a.encoded = in.ops.Encode(operatorState)
 	a.finished = finished
-	a.snap = in.metrics.Measure(snap)
+	if ts, ok := snap.(*checkpoint.TrackedSnapshot); ok {
+		// The store is a checkpoint.Tracker: the write is of its changes
+		// (the state sizes are not measured), a savepoint's in full.
+		if t.Options.Savepoint {
+			ts.SelfContained()
+		}
+		a.snap = snap
+	} else {
+		a.snap = in.metrics.Measure(snap)
+	}
 	a.async = checkpoint.WriteAsync(in.ctx, a.snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
 	if a.aborted {
 		a.async.Cancel()
@@ -558,8 +567,13 @@ func (m member) NotifyComplete(c Completion) {
 		return
 	}
 	var blob []byte
+	name := checkpoint.CheckpointName(uint64(c.ID))
 	if a, ok := in.attempts[c.ID]; ok {
-		blob = a.blob
+		blob, name = a.blob, a.t.Checkpoint
+	}
+	if tr, ok := in.store.(*checkpoint.Tracker); ok && !c.Savepoint {
+		// The checkpoint's chain is the base of the next ones.
+		tr.Completed(name)
 	}
 	if c.Savepoint {
 		delete(in.attempts, c.ID)

@@ -290,3 +290,95 @@ func TestOperatorListsThroughTheDriver(t *testing.T) {
 		t.Errorf("offsets after the rescale: %v, want %v", got, want)
 	}
 }
+
+// Incremental checkpoints through the driver: on stores behind a
+// checkpoint.Tracker, checkpoints after the first completed one are
+// written as changes over its chain (the instance reports each completion
+// to its tracker), a savepoint amid them is written in full, retention
+// deletes old checkpoints without losing a file a later one references,
+// and the latest restores exactly at any parallelism.
+func TestIncrementalCheckpointsThroughTheDriver(t *testing.T) {
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Retained: 2})
+	tracked := func(cfg runtime.StoreConfig) (runtime.Store, error) {
+		inner, err := modelStore(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return checkpoint.Track(inner, nil)
+	}
+	ops := []*operator{newOperatorOn(t, tracked, c, 0, 2, InstanceOptions{}), newOperatorOn(t, tracked, c, 1, 2, InstanceOptions{})}
+	for _, o := range ops {
+		o.write(300)
+	}
+	var id coordinator.CheckpointID
+	incremental := 0
+	for i := range 8 {
+		id = completeOne(t, c, clock, ops)
+		// The completion reaches the instances' trackers before the next
+		// trigger does.
+		for _, o := range ops {
+			n := o.nextNote()
+			for n.Savepoint {
+				n = o.nextNote()
+			}
+			if n.ID != id || n.Err != nil {
+				t.Fatalf("notification %+v, want checkpoint %d completed", n, id)
+			}
+		}
+		m, err := checkpoint.ReadMetadata(context.Background(), s, checkpoint.CheckpointName(uint64(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range m.Operators[0].Instances {
+			if len(in.Base) > 0 {
+				incremental++
+			}
+		}
+		if i == 4 {
+			go func() {
+				for _, o := range ops {
+					select {
+					case tr := <-o.inst.Triggers():
+						if err := o.snapshot(tr); err != nil {
+							t.Error(err)
+						}
+					case <-time.After(20 * time.Second):
+						t.Error("no savepoint trigger")
+						return
+					}
+				}
+			}()
+			_, err := c.Savepoint(context.Background(), "amid-the-chain")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := checkpoint.ReadMetadata(context.Background(), s, "amid-the-chain")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range m.Operators[0].Instances {
+				if len(in.Base) > 0 || in.File.Delta {
+					t.Errorf("the savepoint references %d files: a savepoint is self-contained", len(in.Base))
+				}
+			}
+		}
+	}
+	if incremental == 0 {
+		t.Fatal("no checkpoint was written incrementally")
+	}
+	want, wantBlobs := wantAt(t, id, ops)
+	for _, q := range []int{1, 2, 3} {
+		got, blobs := restoreAll(t, s, checkpoint.CheckpointName(uint64(id)), q)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("parallelism %d (-want +got):\n%s", q, diff)
+		}
+		if !cmp.Equal(wantBlobs, blobs) {
+			t.Errorf("parallelism %d: blobs %x, want %x", q, blobs, wantBlobs)
+		}
+	}
+	if removed, err := checkpoint.Cleanup(context.Background(), s, nil); err != nil || len(removed) != 0 {
+		t.Errorf("Cleanup = %q, %v: retention left debris or a referenced file looks like it", removed, err)
+	}
+}
