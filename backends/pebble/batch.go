@@ -146,7 +146,7 @@ func (s *Store) countRead() bool {
 		return false
 	}
 	s.readRun++
-	return s.readRun >= readRunCommit && s.h.writable() == nil
+	return s.readRun >= s.readRunLimit && s.h.writable() == nil
 }
 
 // commit commits the pending batch, if it holds writes, and empties it.

@@ -47,14 +47,15 @@ type Store struct {
 	// while it holds writes. retired holds committed batches that an
 	// iteration running then may still read. failed is set when a
 	// pending batch could not be committed: every method returns it.
-	batch      *pebbledb.Batch
-	pending    int64
-	batchLimit int64
-	rangeDels  int
-	readRun    int
-	retired    []*pebbledb.Batch
-	failed     error
-	pidx       pendingIndex // the pending batch's writes, for point reads
+	batch        *pebbledb.Batch
+	pending      int64
+	batchLimit   int64
+	rangeDels    int
+	readRun      int
+	readRunLimit int // readRunCommit; tests raise it
+	retired      []*pebbledb.Batch
+	failed       error
+	pidx         pendingIndex // the pending batch's writes, for point reads
 
 	kbuf []byte   // the key of the current point operation
 	vbuf []byte   // the value returned by the last Get
@@ -189,7 +190,7 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 		return fail(fmt.Errorf("pebble: working directory %q: %w", dir, err))
 	}
 	if o.Sync == SyncNone {
-		s.batch, s.batchLimit = db.NewIndexedBatch(), o.BatchSize
+		s.batch, s.batchLimit, s.readRunLimit = db.NewIndexedBatch(), o.BatchSize, readRunCommit
 	}
 	return s, nil
 }
