@@ -405,10 +405,15 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	return storekit.DropExpired(newSnapshot(s, s.db.NewSnapshot(), ids), &s.cfg), nil
 }
 
-// restoreBatchSize is the size at which Restore commits a batch. Below
-// Pebble's large-batch threshold (half a memtable), so that a batch is
-// applied to the memtable rather than flushed as a table of its own.
-const restoreBatchSize = 1 << 20
+// restoreBatch returns the size, in bytes of memtable (as the pending
+// batch counts them: see memEntryOverhead), at which Restore commits a
+// batch: a quarter of a memtable, below Pebble's large-batch threshold
+// (half a memtable), so that each batch is applied to the memtable rather
+// than queued as a memtable of its own. (Batches of 1 MiB of batch bytes,
+// which small entries make several times larger in a memtable, became
+// such flushable batches; restores of 1M entries of 24-byte values took
+// 20-35% longer, in wall and CPU time, than with this bound.)
+func (s *Store) restoreBatch() int64 { return int64(s.opts.MemTableSize / 4) }
 
 // Restore implements runtime.Store. It checks every state before it loads
 // anything: a key group that already holds entries of a restored state
@@ -498,7 +503,9 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 	spec := st.spec
 	// One buffer for every batch: sized for a full batch and its last
 	// entry, and retained across Reset.
-	b := s.db.NewBatch(pebbledb.WithInitialSizeBytes(restoreBatchSize+64<<10), pebbledb.WithMaxRetainedSizeBytes(4*restoreBatchSize))
+	limit := s.restoreBatch()
+	b := s.db.NewBatch(pebbledb.WithInitialSizeBytes(int(min(limit, 1<<20))), pebbledb.WithMaxRetainedSizeBytes(int(limit+64<<10)))
+	var size int64 // of b, in bytes of memtable
 	defer func() { b.Close() }()
 	commit := func() error {
 		if b.Empty() {
@@ -508,6 +515,7 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 			return err
 		}
 		b.Reset()
+		size = 0
 		return nil
 	}
 	var key, list []byte // the pending list's key and encoded elements
@@ -517,6 +525,7 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 			return nil
 		}
 		pending = false
+		size += int64(memEntryOverhead + len(key) + len(list))
 		return b.Merge(key, list, nil)
 	}
 	for kg := range groups.All() {
@@ -543,8 +552,9 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 				if err := b.Set(s.kbuf, e.Value, nil); err != nil {
 					return err
 				}
+				size += int64(memEntryOverhead + len(s.kbuf) + len(e.Value))
 			}
-			if b.Len() >= restoreBatchSize {
+			if size >= limit {
 				return commit()
 			}
 			return nil
