@@ -116,24 +116,38 @@ func dbOp(db *pebbledb.DB, op opKind, key, value []byte, wo *pebbledb.WriteOptio
 	}
 }
 
-// reader returns what a read goes through: the pending batch while it
-// holds writes (an indexed batch reads through to the database), and the
-// database otherwise. It counts the reads made with writes pending and
-// commits them after readRunCommit reads in a row — unless an iteration
-// is open, which may be reading the batch, or the directory refuses
-// writes, in which case the reads go on through the batch.
-func (s *Store) reader() (pebbledb.Reader, error) {
+// readBatch returns the batch a read goes through: the pending batch
+// while it holds writes (an indexed batch reads through to the database),
+// and nil, for the database itself, otherwise. It counts the reads made
+// with writes pending and commits them after a run of them (see
+// countRead). (Callers call the concrete types' methods: through the
+// pebble.Reader interface, an iterator's options would escape to the
+// heap.)
+func (s *Store) readBatch() (*pebbledb.Batch, error) {
 	b := s.batch
 	if b == nil || b.Empty() {
-		return s.db, nil
+		return nil, nil
 	}
 	if s.countRead() {
 		if err := s.commit(); err != nil {
 			return nil, err
 		}
-		return s.db, nil
+		return nil, nil
 	}
 	return b, nil
+}
+
+// newIter opens an iterator with options o on the pending batch (see
+// readBatch) or the database.
+func (s *Store) newIter(o *pebbledb.IterOptions) (*pebbledb.Iterator, error) {
+	b, err := s.readBatch()
+	switch {
+	case err != nil:
+		return nil, err
+	case b != nil:
+		return b.NewIter(o)
+	}
+	return s.db.NewIter(o)
 }
 
 // countRead counts a read made while the pending batch holds writes, and
@@ -355,13 +369,13 @@ func uvarintLen(n int) int {
 func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found bool, err error) {
 	b := s.batch
 	if b == nil || b.Empty() {
-		return getFrom(s.db, key)
+		return found3(s.db.Get(key))
 	}
 	if s.countRead() {
 		if err := s.commit(); err != nil {
 			return nil, nil, false, err
 		}
-		return getFrom(s.db, key)
+		return found3(s.db.Get(key))
 	}
 	switch v, ps := s.pidx.lookup(b.Repr(), key); ps {
 	case pendingSet:
@@ -369,14 +383,14 @@ func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found boo
 	case pendingDeleted:
 		return nil, nil, false, nil
 	case pendingMerge:
-		return getFrom(b, key)
+		return found3(b.Get(key))
 	}
-	return getFrom(s.db, key)
+	return found3(s.db.Get(key))
 }
 
-// getFrom is r.Get with ErrNotFound as found false.
-func getFrom(r pebbledb.Reader, key []byte) ([]byte, io.Closer, bool, error) {
-	v, closer, err := r.Get(key)
+// found3 turns the results of a Get into pointRead's: ErrNotFound into
+// found false.
+func found3(v []byte, closer io.Closer, err error) ([]byte, io.Closer, bool, error) {
 	if err != nil {
 		if errors.Is(err, pebbledb.ErrNotFound) {
 			return nil, nil, false, nil

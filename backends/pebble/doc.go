@@ -104,8 +104,8 @@
 // — applied to the memtable in one step through Pebble's commit pipeline
 // — when
 //
-//   - it reaches Options.BatchSize (default an eighth of MemTableSize:
-//     1 MiB), counted in bytes of memtable: a write's key and value and
+//   - it reaches Options.BatchSize (default a quarter of MemTableSize:
+//     2 MiB), counted in bytes of memtable: a write's key and value and
 //     the ~200 bytes of skiplist node Pebble charges it; a single entry
 //     larger than that is committed on its own, so that every commit is
 //     applied to the memtable rather than becoming a memtable of its own
@@ -211,8 +211,8 @@
 //	| MemTableSize     | BlockCacheSize/8       | at most 2 memtables, charged to the cache;     |
 //	|                  | (8 MiB), 1 to 64 MiB   | 2×MemTableSize ≥ BlockCacheSize is refused     |
 //	| Sync             | SyncNone               | no write-ahead log (see below)                 |
-//	| BatchSize        | MemTableSize/8 (1 MiB) | the pending batch under SyncNone, in bytes of  |
-//	|                  | at most MemTableSize/4 | memtable (see "Write batching")                |
+//	| BatchSize        | MemTableSize/4 (2 MiB) | the pending batch under SyncNone, in bytes of  |
+//	|                  | (also the most)        | memtable (see "Write batching")                |
 //	| Existing         | RefuseExisting         | see "Working directory"                        |
 //	| Logger           | errors to the log pkg  | Pebble's messages                              |
 //

@@ -131,10 +131,11 @@ type Options struct {
 	// ~200 bytes of skiplist node Pebble charges it in a memtable, so a
 	// batch of small writes holds fewer bytes of keys and values than
 	// BatchSize. A write that would take the batch past it commits the
-	// batch first (see "Write batching" in the package doc). Default: an
-	// eighth of MemTableSize (1 MiB for the default memtables); at most a
-	// quarter of MemTableSize, so that a committed batch is applied to the
-	// memtable rather than becoming a memtable of its own. It is ignored
+	// batch first (see "Write batching" in the package doc). Default and
+	// most: a quarter of MemTableSize (2 MiB for the default memtables),
+	// so that a committed batch is applied to the memtable rather than
+	// becoming a memtable of its own (Pebble's threshold is half a
+	// memtable). It is ignored
 	// with a write-ahead log (SyncWAL, SyncAlways), where every write is
 	// committed on its own.
 	BatchSize int64
@@ -196,7 +197,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case o.BatchSize == 0:
-		o.BatchSize = int64(o.MemTableSize / 8)
+		o.BatchSize = int64(o.MemTableSize / 4)
 	case o.BatchSize < 0:
 		return o, fmt.Errorf("pebble: BatchSize %d is negative", o.BatchSize)
 	case uint64(o.BatchSize) > o.MemTableSize/4:

@@ -158,11 +158,7 @@ func (st *state) DeleteAll(k runtime.Key) error {
 // iter opens an iterator over [lo, hi), counted as an iteration so that
 // its callback cannot write.
 func (st *state) iter(kg int, lo, hi []byte) (*pebbledb.Iterator, error) {
-	r, err := st.s.reader()
-	if err != nil {
-		return nil, st.wrapGroup(kg, err)
-	}
-	it, err := r.NewIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := st.s.newIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, st.wrapGroup(kg, err)
 	}
