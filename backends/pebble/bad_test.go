@@ -389,14 +389,17 @@ func TestFullDiskDuringWrites(t *testing.T) {
 	if _, err := fill(vs, n, 1); !errors.Is(err, pebble.ErrFailed) {
 		t.Fatalf("a second Put on a full disk: %v", err)
 	}
-	// Reads and snapshots still work, and see every acknowledged write.
+	// Reads still work, and see every acknowledged write (those of the
+	// pending batch too). A snapshot must hold the pending writes, which
+	// cannot be committed while the disk refuses them: it fails, naming
+	// the directory and the cause, rather than stalling or leaving them
+	// out.
 	checkFilled(t, vs, n)
-	snap, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Release(); err != nil {
-		t.Fatal(err)
+	if snap, err := s.Snapshot(); err == nil {
+		t.Fatal("Snapshot on a full disk with writes pending succeeded")
+		snap.Release()
+	} else {
+		wantErr(t, "Snapshot on a full disk", err, []error{pebble.ErrFailed, syscall.ENOSPC}, `"d"`)
 	}
 
 	// Space comes back: the retried flush succeeds and writes resume.
@@ -414,6 +417,17 @@ func TestFullDiskDuringWrites(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	checkFilled(t, vs, n)
+	// The snapshot taken now holds every acknowledged write.
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot after the disk recovered: %v", err)
+	}
+	if got := countEntries(t, snap, valueSpec.Name); got != n {
+		t.Fatalf("the snapshot after the disk recovered holds %d entries, %d were acknowledged", got, n)
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close after the disk recovered: %v", err)
 	}
@@ -499,4 +513,17 @@ func TestNewOnFullDisk(t *testing.T) {
 	// Nothing was left open or half-made: the directory opens now.
 	s := mustNew(t, pebble.Options{FS: disk, Dir: "d", Existing: pebble.ReuseExisting})
 	put(t, valueState(t, s), 1, "x")
+}
+
+// countEntries returns the number of entries of state name in every key
+// group of view v.
+func countEntries(t *testing.T, v runtime.View, name string) int {
+	t.Helper()
+	n := 0
+	for kg := range v.KeyGroups().All() {
+		if err := v.Scan(name, kg, func(runtime.Entry) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
 }

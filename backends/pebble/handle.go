@@ -84,7 +84,19 @@ func (h *handle) writable() error {
 // guard runs a Pebble call on the operator's goroutine, turning a fatal
 // error that Pebble reports through the logger (quietLogger panics with
 // it) into an error, after which the store stays failed.
-func (h *handle) guard(fn func() error) (err error) {
+func (h *handle) guard(fn func() error) error {
+	if err := h.run(fn); err != nil {
+		if fe, ok := err.(fatalError); ok {
+			return fmt.Errorf("%w: %q: %w", ErrFailed, h.dir, fe)
+		}
+		return err
+	}
+	return nil
+}
+
+// run is guard without the wrapping: a fatal error is returned as the
+// fatalError itself (and recorded, so that the store stays failed).
+func (h *handle) run(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fe, ok := r.(fatalError)
@@ -93,7 +105,7 @@ func (h *handle) guard(fn func() error) (err error) {
 			}
 			var e error = fe
 			h.fatal.Store(&e)
-			err = fmt.Errorf("%w: %q: %w", ErrFailed, h.dir, fe)
+			err = fe
 		}
 	}()
 	return fn()

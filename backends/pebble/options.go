@@ -126,6 +126,20 @@ type Options struct {
 	// SyncNone (see SyncPolicy).
 	Sync SyncPolicy
 
+	// BatchSize bounds the pending batch of writes under SyncNone, in
+	// bytes of memtable: each write counts its key and value and the
+	// ~200 bytes of skiplist node Pebble charges it in a memtable, so a
+	// batch of small writes holds fewer bytes of keys and values than
+	// BatchSize. A write that would take the batch past it commits the
+	// batch first (see "Write batching" in the package doc). Default and
+	// most: a quarter of MemTableSize (2 MiB for the default memtables),
+	// so that a committed batch is applied to the memtable rather than
+	// becoming a memtable of its own (Pebble's threshold is half a
+	// memtable). It is ignored
+	// with a write-ahead log (SyncWAL, SyncAlways), where every write is
+	// committed on its own.
+	BatchSize int64
+
 	// Existing is the policy for a working directory that already holds
 	// files; default RefuseExisting (see ExistingDirPolicy).
 	Existing ExistingDirPolicy
@@ -180,6 +194,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Cache == nil && 2*o.MemTableSize >= uint64(o.BlockCacheSize) {
 		return o, fmt.Errorf("pebble: two memtables of MemTableSize %d would take the whole block cache of BlockCacheSize %d, which Pebble charges them to: lower MemTableSize or raise BlockCacheSize",
 			o.MemTableSize, o.BlockCacheSize)
+	}
+	switch {
+	case o.BatchSize == 0:
+		o.BatchSize = int64(o.MemTableSize / 4)
+	case o.BatchSize < 0:
+		return o, fmt.Errorf("pebble: BatchSize %d is negative", o.BatchSize)
+	case uint64(o.BatchSize) > o.MemTableSize/4:
+		return o, fmt.Errorf("pebble: BatchSize %d is more than a quarter of MemTableSize %d: a batch that large would be committed as a memtable of its own; lower BatchSize or raise MemTableSize",
+			o.BatchSize, o.MemTableSize)
 	}
 	if o.Sync > SyncAlways {
 		return o, fmt.Errorf("pebble: unknown %v", o.Sync)

@@ -2,7 +2,6 @@ package pebble
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
@@ -29,6 +28,9 @@ func (st *state) check(k runtime.Key, usesNS bool) error {
 	s := st.s
 	if s.closed {
 		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
+	}
+	if s.failed != nil {
+		return fmt.Errorf("pebble: state %q: %w", st.spec.Name, s.failed)
 	}
 	return storekit.CheckKey(&s.cfg, &st.spec, k, usesNS)
 }
@@ -73,43 +75,43 @@ func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 // valid until the next Get, and Pebble's own buffer is released at once.
 func (st *state) get(k runtime.Key, key []byte) ([]byte, bool, error) {
 	s := st.s
-	v, closer, err := s.db.Get(key)
+	v, closer, found, err := s.pointRead(key)
 	if err != nil {
-		if errors.Is(err, pebbledb.ErrNotFound) {
-			return nil, false, nil
-		}
 		return nil, false, st.wrap(k, err)
+	}
+	if !found {
+		return nil, false, nil
 	}
 	if s.vbuf == nil {
 		s.vbuf = make([]byte, 0, 64)
 	}
 	s.vbuf = append(s.vbuf[:0], v...)
-	if err := closer.Close(); err != nil {
-		return nil, false, st.wrap(k, err)
+	if closer != nil {
+		if err := closer.Close(); err != nil {
+			return nil, false, st.wrap(k, err)
+		}
 	}
 	return s.vbuf[:len(s.vbuf):len(s.vbuf)], true, nil
 }
 
-// set, merge, del and delRange write through Store.write.
+// set, merge, del and delPrefix write through Store.apply: into the
+// pending batch, or as a commit of their own.
 func (st *state) set(k runtime.Key, key, value []byte) error {
-	s := st.s
-	if err := s.write(func() error { return s.db.Set(key, value, s.wo) }); err != nil {
+	if err := st.s.apply(opSet, key, value); err != nil {
 		return st.wrap(k, err)
 	}
 	return nil
 }
 
 func (st *state) merge(k runtime.Key, key, value []byte) error {
-	s := st.s
-	if err := s.write(func() error { return s.db.Merge(key, value, s.wo) }); err != nil {
+	if err := st.s.apply(opMerge, key, value); err != nil {
 		return st.wrap(k, err)
 	}
 	return nil
 }
 
 func (st *state) del(k runtime.Key, key []byte) error {
-	s := st.s
-	if err := s.write(func() error { return s.db.Delete(key, s.wo) }); err != nil {
+	if err := st.s.apply(opDelete, key, nil); err != nil {
 		return st.wrap(k, err)
 	}
 	return nil
@@ -121,7 +123,7 @@ func (st *state) delPrefix(k runtime.Key, p []byte) error {
 	buf := s.takeBuf()
 	buf = append(buf, p...)
 	buf, _ = storekit.AppendPrefixEnd(buf, buf) // never false: p starts with a key group
-	err := s.write(func() error { return s.db.DeleteRange(buf[:len(p)], buf[len(p):], s.wo) })
+	err := s.apply(opDelRange, buf[:len(p)], buf[len(p):])
 	s.giveBuf(buf)
 	if err != nil {
 		return st.wrap(k, err)
@@ -156,7 +158,7 @@ func (st *state) DeleteAll(k runtime.Key) error {
 // iter opens an iterator over [lo, hi), counted as an iteration so that
 // its callback cannot write.
 func (st *state) iter(kg int, lo, hi []byte) (*pebbledb.Iterator, error) {
-	it, err := st.s.db.NewIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := st.s.newIter(&pebbledb.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, st.wrapGroup(kg, err)
 	}
@@ -167,8 +169,9 @@ func (st *state) iter(kg int, lo, hi []byte) (*pebbledb.Iterator, error) {
 // closeIter closes an iterator opened by iter and returns the first of err
 // and the iterator's errors.
 func (st *state) closeIter(kg int, it *pebbledb.Iterator, err error) error {
-	st.s.iterating--
-	if cerr := it.Close(); err == nil && cerr != nil {
+	cerr := it.Close()
+	st.s.endIteration()
+	if err == nil && cerr != nil {
 		err = st.wrapGroup(kg, cerr)
 	}
 	return err
@@ -241,6 +244,9 @@ func (st *state) Keys(kg int, fn func(key []byte) bool) (err error) {
 	if err := storekit.CheckKeys(&s.cfg, st.spec.Name, s.closed, kg, fn); err != nil {
 		return err
 	}
+	if s.failed != nil {
+		return fmt.Errorf("pebble: state %q: %w", st.spec.Name, s.failed)
+	}
 	buf := appendStatePrefix(s.takeBuf(), kg, st.id)
 	pl := len(buf)
 	buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
@@ -312,16 +318,20 @@ func (l listState) Get(k runtime.Key, fn func(elem []byte) bool) error {
 	if fn == nil {
 		return fmt.Errorf("pebble: state %q: Get with a nil callback", l.spec.Name)
 	}
-	v, closer, err := l.s.db.Get(l.entryKey(k))
+	v, closer, found, err := l.s.pointRead(l.entryKey(k))
 	if err != nil {
-		if errors.Is(err, pebbledb.ErrNotFound) {
-			return nil
-		}
 		return l.wrap(k, err)
 	}
-	defer closer.Close()
+	if !found {
+		return nil
+	}
 	l.s.iterating++
-	defer func() { l.s.iterating-- }()
+	defer func() {
+		if closer != nil {
+			closer.Close()
+		}
+		l.s.endIteration()
+	}()
 	if err := eachElem(v, fn); err != nil {
 		return l.wrap(k, err)
 	}

@@ -1,0 +1,401 @@
+package pebble
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cespare/xxhash/v2"
+	pebbledb "github.com/cockroachdb/pebble/v2"
+)
+
+// Write batching (see "Write batching" in the package doc). Under SyncNone
+// the store's writes go into one pending indexed batch, and reads go
+// through it while it holds writes, so that they see them; the batch is
+// committed when it reaches Options.BatchSize, after a run of reads with
+// no write, before Snapshot and Restore, and at Close. With a write-ahead
+// log (SyncWAL, SyncAlways) every write is committed on its own, as a
+// write the caller saw succeed must be in the log.
+
+// memEntryOverhead is what Pebble charges a memtable for an entry besides
+// its key and value: a skiplist node with a full tower (184 bytes), the
+// key's 8-byte trailer and alignment (pebble's memTableEntrySize). The
+// store counts it in the pending batch's size, so that a committed batch
+// stays well under Pebble's large-batch threshold (half a memtable),
+// above which a batch becomes a flushable memtable of its own.
+const memEntryOverhead = 184 + 8 + 3
+
+// readRunCommit is the number of reads in a row, with no write between
+// them, after which the store commits its pending batch: a read through
+// an indexed batch merges the batch into the database's iterators and
+// costs more than a read of the database alone, so a read-mostly phase
+// stops paying for writes that are no longer coming.
+const readRunCommit = 16
+
+// maxBatchRangeDels is the number of range deletions (Clear of a map,
+// DeleteAll) after which the pending batch is committed. An indexed batch
+// fragments its range deletions again on the first read after each new
+// one, in time and memory linear in their number, so a batch with many
+// would make a Clear-then-read pattern quadratic.
+const maxBatchRangeDels = 32
+
+// commitBatch commits b; tests replace it to make a commit fail.
+var commitBatch = func(b *pebbledb.Batch, wo *pebbledb.WriteOptions) error { return b.Commit(wo) }
+
+// opKind is a write of the store.
+type opKind uint8
+
+const (
+	opSet      opKind = iota // Set(key, value)
+	opMerge                  // Merge(key, value), a list's merge operand
+	opDelete                 // Delete(key)
+	opDelRange               // DeleteRange(key, value): value is the end
+)
+
+// apply makes the write op of key and value: into the pending batch if
+// the store batches its writes, and otherwise as a commit of its own.
+func (s *Store) apply(op opKind, key, value []byte) error {
+	if s.batch == nil {
+		return s.write(func() error { return dbOp(s.db, op, key, value, s.wo) })
+	}
+	if s.failed != nil {
+		return s.failed
+	}
+	if err := s.h.writable(); err != nil {
+		return err
+	}
+	s.readRun = 0
+	n := int64(memEntryOverhead + len(key) + len(value))
+	if s.pending+n > s.batchLimit || (op == opDelRange && s.rangeDels >= maxBatchRangeDels) {
+		if err := s.commit(); err != nil {
+			return err
+		}
+		if n > s.batchLimit {
+			// An entry larger than a whole batch is committed on its
+			// own (the pending batch is empty now, so order is kept):
+			// batches stay below the large-batch threshold.
+			return s.h.guard(func() error { return dbOp(s.db, op, key, value, s.wo) })
+		}
+	}
+	var err error
+	b := s.batch
+	off := b.Len()
+	switch op {
+	case opSet:
+		err = b.Set(key, value, nil)
+	case opMerge:
+		err = b.Merge(key, value, nil)
+	case opDelete:
+		err = b.Delete(key, nil)
+	default:
+		err = b.DeleteRange(key, value, nil)
+		s.rangeDels++
+	}
+	if err != nil {
+		// Pebble's batch is in an unknown state: the writes already in
+		// it can neither be trusted nor committed.
+		return s.fail(b.Count(), fmt.Errorf("add a write to the pending batch: %w", err))
+	}
+	s.pending += n
+	s.pidx.note(op, key, value, off, b.Count())
+	return nil
+}
+
+// dbOp makes the write op of key and value as a commit of its own.
+func dbOp(db *pebbledb.DB, op opKind, key, value []byte, wo *pebbledb.WriteOptions) error {
+	switch op {
+	case opSet:
+		return db.Set(key, value, wo)
+	case opMerge:
+		return db.Merge(key, value, wo)
+	case opDelete:
+		return db.Delete(key, wo)
+	default:
+		return db.DeleteRange(key, value, wo)
+	}
+}
+
+// readBatch returns the batch a read goes through: the pending batch
+// while it holds writes (an indexed batch reads through to the database),
+// and nil, for the database itself, otherwise. It counts the reads made
+// with writes pending and commits them after a run of them (see
+// countRead). (Callers call the concrete types' methods: through the
+// pebble.Reader interface, an iterator's options would escape to the
+// heap.)
+func (s *Store) readBatch() (*pebbledb.Batch, error) {
+	b := s.batch
+	if b == nil || b.Empty() {
+		return nil, nil
+	}
+	if s.countRead() {
+		if err := s.commit(); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return b, nil
+}
+
+// newIter opens an iterator with options o on the pending batch (see
+// readBatch) or the database.
+func (s *Store) newIter(o *pebbledb.IterOptions) (*pebbledb.Iterator, error) {
+	b, err := s.readBatch()
+	switch {
+	case err != nil:
+		return nil, err
+	case b != nil:
+		return b.NewIter(o)
+	}
+	return s.db.NewIter(o)
+}
+
+// countRead counts a read made while the pending batch holds writes, and
+// reports whether the batch should be committed now: after readRunCommit
+// reads in a row, unless an iteration is open (it may be reading the
+// batch) or the directory refuses writes (the reads then go on through
+// the batch).
+func (s *Store) countRead() bool {
+	if s.iterating > 0 {
+		return false
+	}
+	s.readRun++
+	return s.readRun >= s.readRunLimit && s.h.writable() == nil
+}
+
+// commit commits the pending batch, if it holds writes, and empties it.
+// The caller has checked that the directory takes writes. A failed
+// commit fails the store (see fail).
+func (s *Store) commit() error {
+	if s.failed != nil {
+		return s.failed
+	}
+	s.readRun = 0
+	b := s.batch
+	if b == nil || b.Empty() {
+		return nil
+	}
+	if err := s.h.run(func() error { return commitBatch(b, s.wo) }); err != nil {
+		return s.fail(b.Count(), fmt.Errorf("commit the pending batch: %w", err))
+	}
+	s.pending, s.rangeDels = 0, 0
+	s.pidx.reset()
+	if s.iterating > 0 {
+		// An iterator opened by a running iteration may read b (only
+		// Snapshot commits during an iteration): keep it intact until
+		// the iterations end, and batch into a new one.
+		s.retired = append(s.retired, b)
+		s.batch = s.db.NewIndexedBatch()
+		return nil
+	}
+	b.Reset() // a committed batch may be reused after Reset
+	return nil
+}
+
+// fail records that the count writes of the pending batch could not be
+// committed: from then on every method of the store (but Close, Config
+// and States) returns the error, which wraps ErrFailed and names the
+// directory and the cause, and the directory is left unclean (writes
+// acknowledged to the caller are missing from it). It returns the error.
+func (s *Store) fail(count uint32, cause error) error {
+	s.failed = fmt.Errorf("%w: %q: %d acknowledged writes of the pending batch may be lost (close the store and restore a checkpoint): %w",
+		ErrFailed, s.h.dir, count, cause)
+	err := s.failed
+	s.h.fatal.CompareAndSwap(nil, &err)
+	return s.failed
+}
+
+// endIteration ends an iteration, closing the batches that commits made
+// during iterations retired once none is running.
+func (s *Store) endIteration() {
+	s.iterating--
+	if s.iterating == 0 && len(s.retired) > 0 {
+		for i, b := range s.retired {
+			_ = b.Close()
+			s.retired[i] = nil
+		}
+		s.retired = s.retired[:0]
+	}
+}
+
+// closeBatch commits the pending batch when the directory is kept, and
+// closes it: the first step of Close. A pending batch that cannot be
+// committed (the directory refuses writes) is reported, and the directory
+// left unclean.
+func (s *Store) closeBatch() error {
+	b := s.batch
+	if b == nil {
+		return nil
+	}
+	var err error
+	switch {
+	case s.failed != nil:
+		// The failed batch is in Pebble's commit pipeline's hands: left
+		// to the garbage collector. A directory Close removes loses
+		// nothing more than the failure already reported.
+		s.batch = nil
+		if s.h.removeDir {
+			return nil
+		}
+		return s.failed
+	case !s.h.removeDir && !b.Empty():
+		if werr := s.h.writable(); werr != nil {
+			err = s.fail(b.Count(), fmt.Errorf("close: %w", werr))
+			return err
+		}
+		err = s.commit()
+	}
+	if s.failed == nil {
+		_ = b.Close()
+	}
+	s.batch = nil
+	return err
+}
+
+// The pending index. A read through an indexed batch (Batch.Get) builds
+// iterators over the batch for every lookup: two allocations and a merge
+// of the batch into the LSM lookup, whether or not the batch holds the
+// key. So the store keeps its own index of the pending batch's point
+// writes — the hash of each key to where the batch holds its last write
+// — and its range deletions: a point read of a key the batch does not
+// touch goes straight to the database, the value of a pending Set is read
+// from the batch's own bytes, and a pending Delete or range deletion
+// answers "not found". Only a key whose last pending write is a merge
+// operand (a list's Add) is read through the batch, which folds it with
+// the database's value.
+
+// pendingRef is where the pending batch holds the last write of a key:
+// its kind, the offsets of its key and value in Batch.Repr, and its
+// number in the batch (the writes' order, against range deletions).
+type pendingRef struct {
+	keyOff, keyLen uint32
+	valOff, valLen uint32
+	seq            uint32
+	op             opKind
+}
+
+// pendingRange is a pending range deletion [start, end): offsets in
+// Batch.Repr, and its number in the batch.
+type pendingRange struct {
+	startOff, startLen uint32
+	endOff, endLen     uint32
+	seq                uint32
+}
+
+// pendingIndex indexes the pending batch (see above). It is cleared with
+// the batch, keeping its memory.
+type pendingIndex struct {
+	refs   map[uint64]pendingRef // by xxhash of the key
+	ranges []pendingRange
+}
+
+// note records the write op of key (and value) that the batch holds at
+// offset off as its write number seq.
+func (x *pendingIndex) note(op opKind, key, value []byte, off int, seq uint32) {
+	keyOff := uint32(off + 1 + uvarintLen(len(key)))
+	r := pendingRef{keyOff: keyOff, keyLen: uint32(len(key)), seq: seq, op: op}
+	if op != opDelete {
+		r.valOff = keyOff + uint32(len(key)+uvarintLen(len(value)))
+		r.valLen = uint32(len(value))
+	}
+	if op == opDelRange {
+		x.ranges = append(x.ranges, pendingRange{startOff: r.keyOff, startLen: r.keyLen, endOff: r.valOff, endLen: r.valLen, seq: seq})
+		return
+	}
+	if x.refs == nil {
+		x.refs = make(map[uint64]pendingRef)
+	}
+	x.refs[xxhash.Sum64(key)] = r
+}
+
+// reset empties the index.
+func (x *pendingIndex) reset() {
+	clear(x.refs)
+	x.ranges = x.ranges[:0]
+}
+
+// pendingState is what the pending batch says of a key.
+type pendingState uint8
+
+const (
+	pendingNone    pendingState = iota // nothing: read the database
+	pendingSet                         // a Set: its value is the key's
+	pendingDeleted                     // a Delete or range deletion: no value
+	pendingMerge                       // a merge operand (or a hash collision): read through the batch
+)
+
+// lookup returns what the pending batch, whose bytes are repr, says of
+// key, and the value of a pending Set (in repr).
+func (x *pendingIndex) lookup(repr, key []byte) ([]byte, pendingState) {
+	r, ok := x.refs[xxhash.Sum64(key)]
+	var seq uint32
+	if ok {
+		if int(r.valOff+r.valLen) > len(repr) || !bytes.Equal(repr[r.keyOff:r.keyOff+r.keyLen], key) {
+			return nil, pendingMerge // another key of the same hash: let the batch answer
+		}
+		seq = r.seq
+	}
+	for _, d := range x.ranges {
+		if (!ok || d.seq > seq) &&
+			bytes.Compare(repr[d.startOff:d.startOff+d.startLen], key) <= 0 &&
+			bytes.Compare(key, repr[d.endOff:d.endOff+d.endLen]) < 0 {
+			return nil, pendingDeleted
+		}
+	}
+	switch {
+	case !ok:
+		return nil, pendingNone
+	case r.op == opSet:
+		return repr[r.valOff : r.valOff+r.valLen : r.valOff+r.valLen], pendingSet
+	case r.op == opDelete:
+		return nil, pendingDeleted
+	}
+	return nil, pendingMerge
+}
+
+// uvarintLen is the length of the uvarint encoding of n.
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
+}
+
+// pointRead reads key for a point read (Get): from the pending batch's
+// index, or the database, or through the batch. A found value is valid
+// until closer is closed (closer is nil for a value of the pending
+// batch, valid until the next write).
+func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found bool, err error) {
+	b := s.batch
+	if b == nil || b.Empty() {
+		return found3(s.db.Get(key))
+	}
+	if s.countRead() {
+		if err := s.commit(); err != nil {
+			return nil, nil, false, err
+		}
+		return found3(s.db.Get(key))
+	}
+	switch v, ps := s.pidx.lookup(b.Repr(), key); ps {
+	case pendingSet:
+		return v, nil, true, nil
+	case pendingDeleted:
+		return nil, nil, false, nil
+	case pendingMerge:
+		return found3(b.Get(key))
+	}
+	return found3(s.db.Get(key))
+}
+
+// found3 turns the results of a Get into pointRead's: ErrNotFound into
+// found false.
+func found3(v []byte, closer io.Closer, err error) ([]byte, io.Closer, bool, error) {
+	if err != nil {
+		if errors.Is(err, pebbledb.ErrNotFound) {
+			return nil, nil, false, nil
+		}
+		return nil, nil, false, err
+	}
+	return v, closer, true, nil
+}

@@ -1,0 +1,470 @@
+package pebble_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
+	"github.com/stategen/stategen/backends/pebble"
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+// Write batching: under SyncNone writes wait in a pending batch, and every
+// read sees them.
+
+// TestConformancePending runs the conformance suite on stores that commit
+// their pending batch only at its size bound, Snapshot, Restore and Close:
+// every read of the suite between two snapshots goes through the pending
+// writes (the point reads through the store's index of them, the others
+// through Pebble's indexed batch).
+func TestConformancePending(t *testing.T) {
+	storetest.Run(t, func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		s, err := pebble.New(pebble.Options{StoreConfig: cfg, FS: vfs.NewMem()})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.KeepPending()
+		return s
+	}, storetest.Sorted())
+}
+
+var (
+	mapSpec    = runtime.StateSpec{Name: "m", Kind: runtime.KindSortedMap, SubKeyed: true, Fingerprint: "fp"}
+	listSpec   = runtime.StateSpec{Name: "l", Kind: runtime.KindList, SubKeyed: true, Fingerprint: "fp"}
+	keyedSpec  = runtime.StateSpec{Name: "k", Kind: runtime.KindMap, Fingerprint: "fp"}
+	testGroups = runtime.KeyGroupRange{Start: 0, End: testMaxP}
+)
+
+func register[S runtime.State](t *testing.T, s *pebble.Store, spec runtime.StateSpec) S {
+	t.Helper()
+	st, err := s.Register(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.(S)
+}
+
+func nsKey(i int, ns string) runtime.Key { return key(i).WithNamespace([]byte(ns)) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadYourWrites checks every read path on writes still in the
+// pending batch: overwrites, deletes, range deletions (Clear of a map,
+// DeleteAll) and writes after them, list merge operands and replaced
+// lists.
+func TestReadYourWrites(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	s.KeepPending()
+	vs := valueState(t, s)
+	ms := register[runtime.SortedMapState](t, s, mapSpec)
+	ls := register[runtime.ListState](t, s, listSpec)
+	ks := register[runtime.MapState](t, s, keyedSpec)
+
+	// Some of it committed, the rest pending on top.
+	put(t, vs, 1, "old")
+	put(t, vs, 2, "gone")
+	must(t, ms.Put(nsKey(1, "a"), []byte("u1"), []byte("committed")))
+	must(t, ms.Put(nsKey(1, "b"), []byte("u1"), []byte("cleared")))
+	must(t, ls.Add(nsKey(1, "a"), []byte("e1")))
+	must(t, ks.Put(key(7), []byte("x"), []byte("1")))
+	snap, err := s.Snapshot() // commits
+	must(t, err)
+	must(t, snap.Release())
+	if n := s.PendingWrites(); n != 0 {
+		t.Fatalf("%d writes pending after Snapshot", n)
+	}
+
+	put(t, vs, 1, "new")
+	must(t, vs.Clear(key(2)))
+	put(t, vs, 3, "fresh")
+	must(t, ms.Put(nsKey(1, "a"), []byte("u2"), []byte("pending")))
+	must(t, ms.Put(nsKey(1, "a"), []byte("u0"), []byte("first")))
+	must(t, ms.Clear(nsKey(1, "b")))
+	must(t, ms.Put(nsKey(1, "b"), []byte("u9"), []byte("after clear")))
+	must(t, ms.Put(nsKey(1, "c"), []byte("u1"), []byte("c")))
+	must(t, ls.Add(nsKey(1, "a"), []byte("e2")))
+	must(t, ls.Replace(nsKey(1, "b"), [][]byte{[]byte("r1"), []byte("r2")}))
+	must(t, ls.Add(nsKey(1, "b"), []byte("r3")))
+	must(t, ls.Replace(nsKey(1, "c"), [][]byte{[]byte("only")}))
+	must(t, ks.Put(key(8), []byte("y"), []byte("2")))
+	must(t, ks.DeleteAll(key(7)))
+	if s.PendingWrites() == 0 {
+		t.Fatal("no write is pending: the test reads nothing through the batch")
+	}
+
+	for i, want := range map[int]string{1: "new", 2: "", 3: "fresh", 4: ""} {
+		if got, ok := get(t, vs, i); got != want || ok != (want != "") {
+			t.Errorf("value %d: Get = (%q, %v), want %q", i, got, ok, want)
+		}
+	}
+	mapGet := func(ns, uk, want string) {
+		t.Helper()
+		v, ok, err := ms.Get(nsKey(1, ns), []byte(uk))
+		must(t, err)
+		if string(v) != want || ok != (want != "") {
+			t.Errorf("map (1, %s)[%s] = (%q, %v), want %q", ns, uk, v, ok, want)
+		}
+	}
+	mapGet("a", "u1", "committed")
+	mapGet("a", "u2", "pending")
+	mapGet("b", "u1", "")
+	mapGet("b", "u9", "after clear")
+	entries := func(ns string, lo, hi []byte, reverse bool) string {
+		t.Helper()
+		var out []string
+		must(t, ms.Range(nsKey(1, ns), lo, hi, reverse, func(uk, v []byte) bool {
+			out = append(out, string(uk)+"="+string(v))
+			return true
+		}))
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		ns      string
+		lo, hi  []byte
+		reverse bool
+		want    string
+	}{
+		{"a", nil, nil, false, "u0=first u1=committed u2=pending"},
+		{"a", nil, nil, true, "u2=pending u1=committed u0=first"},
+		{"a", []byte("u1"), []byte("u2"), false, "u1=committed"},
+		{"b", nil, nil, false, "u9=after clear"},
+	} {
+		if got := entries(c.ns, c.lo, c.hi, c.reverse); got != c.want {
+			t.Errorf("Range (1, %s) [%q, %q) reverse %v = %q, want %q", c.ns, c.lo, c.hi, c.reverse, got, c.want)
+		}
+	}
+	var it []string
+	must(t, ks.Iterate(key(8), func(uk, v []byte) bool { it = append(it, string(uk)+"="+string(v)); return true }))
+	if got := strings.Join(it, " "); got != "y=2" {
+		t.Errorf("Iterate of keyed map 8 = %q", got)
+	}
+	list := func(ns string) string {
+		t.Helper()
+		var out []string
+		must(t, ls.Get(nsKey(1, ns), func(e []byte) bool { out = append(out, string(e)); return true }))
+		return strings.Join(out, " ")
+	}
+	for ns, want := range map[string]string{"a": "e1 e2", "b": "r1 r2 r3", "c": "only", "d": ""} {
+		if got := list(ns); got != want {
+			t.Errorf("list (1, %s) = %q, want %q", ns, got, want)
+		}
+	}
+	var nss []string
+	must(t, ms.Namespaces(key(1), func(ns []byte) bool { nss = append(nss, string(ns)); return true }))
+	if got := strings.Join(nss, " "); got != "a b c" {
+		t.Errorf("Namespaces of map key 1 = %q, want %q", got, "a b c")
+	}
+	has := func(st runtime.State, i int) bool {
+		t.Helper()
+		found := false
+		must(t, st.Namespaces(key(i), func([]byte) bool { found = true; return false }))
+		return found
+	}
+	if has(ks, 7) || !has(ks, 8) {
+		t.Errorf("keyed map: key 7 (deleted) has an entry %v, key 8 (pending) %v", has(ks, 7), has(ks, 8))
+	}
+	keysOf := func(st runtime.State) []string {
+		var out []string
+		for kg := range testGroups.All() {
+			must(t, st.Keys(kg, func(k []byte) bool { out = append(out, fmt.Sprintf("%x", k)); return true }))
+		}
+		return out
+	}
+	if got := keysOf(vs); len(got) != 2 {
+		t.Errorf("Keys of the value state: %v, want keys 1 and 3", got)
+	}
+	k8 := key(8)
+	if got := keysOf(ks); len(got) != 1 || got[0] != fmt.Sprintf("%x", k8.Bytes()) {
+		t.Errorf("Keys of the keyed map: %v, want key 8 only", got)
+	}
+	if s.PendingWrites() == 0 {
+		t.Fatal("the pending batch was committed during the reads")
+	}
+	// A snapshot holds exactly the pending writes too.
+	want := dump(t, s)
+	if n := s.PendingWrites(); n != 0 {
+		t.Fatalf("%d writes pending after Snapshot", n)
+	}
+	if d := diffContents(want, dump(t, s)); d != "" {
+		t.Fatalf("a second snapshot differs:\n%s", d)
+	}
+}
+
+// TestReadRunCommits: a run of reads with no write commits the pending
+// batch, so that reads go to the database alone; a write in between
+// starts the run again.
+func TestReadRunCommits(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	vs := valueState(t, s)
+	put(t, vs, 1, "a")
+	for i := range 15 {
+		get(t, vs, i)
+	}
+	put(t, vs, 2, "b")
+	for i := range 15 {
+		get(t, vs, i)
+	}
+	if s.PendingWrites() == 0 {
+		t.Fatal("the batch was committed before a run of 16 reads")
+	}
+	get(t, vs, 1)
+	if n := s.PendingWrites(); n != 0 {
+		t.Fatalf("%d writes still pending after 16 reads in a row", n)
+	}
+	if v, _ := get(t, vs, 2); v != "b" {
+		t.Fatalf("value 2 after the commit: %q", v)
+	}
+}
+
+// TestBatchSizeBound: the pending batch never holds more than BatchSize
+// (in bytes of memtable: a write's key and value and ~200 bytes of
+// skiplist node), an entry larger than a batch is written on its own,
+// and every write stays readable across the commits.
+func TestBatchSizeBound(t *testing.T) {
+	const batchSize = 16 << 10
+	s := mustNew(t, pebble.Options{InMemory: true, BatchSize: batchSize})
+	s.KeepPending()
+	vs := valueState(t, s)
+	value := bytes.Repeat([]byte("v"), 100)
+	perWrite := 195 + 9 + 100 // node, key (2 + 1 + 4-byte key framed into 9... at least), value
+	maxPending := batchSize/perWrite + 1
+	commits, last := 0, 0
+	for i := range 1000 {
+		must(t, vs.Put(key(i), value))
+		n := s.PendingWrites()
+		if n > maxPending {
+			t.Fatalf("after %d Puts, %d writes pending: more than the %d of BatchSize %d", i+1, n, maxPending, batchSize)
+		}
+		if n < last {
+			commits++
+		}
+		last = n
+	}
+	if commits < 1000/maxPending-1 {
+		t.Fatalf("%d commits for 1000 Puts of ~%d bytes of memtable into batches of %d", commits, perWrite, batchSize)
+	}
+	big := bytes.Repeat([]byte("B"), 2*batchSize)
+	must(t, vs.Put(key(5000), big))
+	if n := s.PendingWrites(); n != 0 {
+		t.Fatalf("an entry larger than a batch left %d writes pending", n)
+	}
+	if v, ok := get(t, vs, 5000); !ok || v != string(big) {
+		t.Fatalf("the large entry reads back as %d bytes, found %v", len(v), ok)
+	}
+	for i := range 1000 {
+		if v, ok := get(t, vs, i); !ok || v != string(value) {
+			t.Fatalf("value %d after the commits: (%q, %v)", i, v, ok)
+		}
+	}
+}
+
+// TestRangeDeletionsCommitEarly: a batch with many range deletions is
+// committed, so that reads through it stay fast; Clear-then-read stays
+// correct across those commits.
+func TestRangeDeletionsCommitEarly(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	s.KeepPending()
+	ms := register[runtime.SortedMapState](t, s, mapSpec)
+	maxSeen := 0
+	for i := range 200 {
+		k := nsKey(i%10, "w")
+		must(t, ms.Put(k, []byte{byte(i)}, []byte("v")))
+		must(t, ms.Clear(k))
+		must(t, ms.Put(k, []byte("last"), []byte(fmt.Sprint(i))))
+		if _, ok, err := ms.Get(k, []byte{byte(i)}); err != nil || ok {
+			t.Fatalf("round %d: a cleared entry reads (%v, %v)", i, ok, err)
+		}
+		maxSeen = max(maxSeen, s.PendingWrites())
+	}
+	if maxSeen > 3*33 {
+		t.Fatalf("%d writes pending, with a range deletion every third: the batch is not committed at 32 range deletions", maxSeen)
+	}
+	for i := range 10 {
+		var got []string
+		must(t, ms.Iterate(nsKey(i, "w"), func(uk, v []byte) bool { got = append(got, string(uk)+"="+string(v)); return true }))
+		if want := fmt.Sprintf("last=%d", 190+i); strings.Join(got, " ") != want {
+			t.Fatalf("map %d = %v, want %s", i, got, want)
+		}
+	}
+}
+
+// TestSnapshotHoldsPendingWrites: a snapshot holds every write made before
+// it, pending ones included, and none made after it.
+func TestSnapshotHoldsPendingWrites(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	vs := valueState(t, s)
+	ls := register[runtime.ListState](t, s, listSpec)
+	for i := range 100 {
+		put(t, vs, i, fmt.Sprint("before ", i))
+	}
+	must(t, ls.Add(nsKey(1, "a"), []byte("e1")))
+	if s.PendingWrites() == 0 {
+		t.Fatal("nothing pending before the snapshot")
+	}
+	snap, err := s.Snapshot()
+	must(t, err)
+	defer snap.Release()
+	for i := range 100 {
+		if i%2 == 0 {
+			must(t, vs.Clear(key(i)))
+		} else {
+			put(t, vs, i, "after")
+		}
+	}
+	put(t, vs, 500, "after")
+	must(t, ls.Add(nsKey(1, "a"), []byte("e2")))
+	got, err := storetest.Dump(snap)
+	must(t, err)
+	n := 0
+	for _, g := range got.States[valueSpec.Name].Groups {
+		for _, e := range g {
+			n++
+			if !strings.HasPrefix(string(e.Value), "before ") {
+				t.Fatalf("the snapshot holds %q, written after it", e.Value)
+			}
+		}
+	}
+	if n != 100 {
+		t.Fatalf("the snapshot holds %d values, want the 100 written before it", n)
+	}
+	if d := cmp.Diff(1, countEntries(t, snap, listSpec.Name)); d != "" {
+		t.Fatalf("list elements in the snapshot (-want +got):\n%s", d)
+	}
+}
+
+// TestSnapshotDuringIteration: a Snapshot from inside an iteration
+// callback commits the pending batch while an iterator reads it; the
+// iteration goes on undisturbed and the snapshot holds the pending
+// writes.
+func TestSnapshotDuringIteration(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	s.KeepPending()
+	ms := register[runtime.SortedMapState](t, s, mapSpec)
+	for i := range 50 {
+		must(t, ms.Put(nsKey(1, "a"), []byte(fmt.Sprintf("%02d", i)), []byte("v")))
+	}
+	var snap runtime.Snapshot
+	n := 0
+	must(t, ms.Iterate(nsKey(1, "a"), func(uk, v []byte) bool {
+		if n == 10 {
+			var err error
+			if snap, err = s.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := fmt.Sprintf("%02d", n); string(uk) != want || string(v) != "v" {
+			t.Fatalf("entry %d of the iteration: %q=%q", n, uk, v)
+		}
+		n++
+		return true
+	}))
+	defer snap.Release()
+	if n != 50 {
+		t.Fatalf("the iteration visited %d entries, want 50", n)
+	}
+	if got := countEntries(t, snap, mapSpec.Name); got != 50 {
+		t.Fatalf("the snapshot holds %d entries, want 50", got)
+	}
+	must(t, ms.Put(nsKey(1, "a"), []byte("zz"), []byte("v")))
+	if _, ok, err := ms.Get(nsKey(1, "a"), []byte("zz")); !ok || err != nil {
+		t.Fatalf("a write after the iteration: (%v, %v)", ok, err)
+	}
+}
+
+// TestClosePersistsPendingWrites: Close of a kept directory commits the
+// pending batch (and flushes it): a store reopened there reads every
+// write.
+func TestClosePersistsPendingWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := pebble.New(pebble.Options{FS: fs, Dir: "d"})
+	must(t, err)
+	vs := valueState(t, s)
+	for i := range 300 {
+		put(t, vs, i, fmt.Sprint(i))
+	}
+	must(t, vs.Clear(key(7)))
+	if s.PendingWrites() == 0 {
+		t.Fatal("nothing pending before Close")
+	}
+	must(t, s.Close())
+	s = mustNew(t, pebble.Options{FS: fs, Dir: "d", Existing: pebble.ReuseExisting})
+	vs = valueState(t, s)
+	for i := range 300 {
+		v, ok := get(t, vs, i)
+		if want := fmt.Sprint(i); i != 7 && (!ok || v != want) || i == 7 && ok {
+			t.Fatalf("value %d after reopening: (%q, %v)", i, v, ok)
+		}
+	}
+}
+
+// TestFailedCommit: a commit of the pending batch that fails fails the
+// store: every later call returns an error naming the directory and the
+// cause — no panic, no silent loss — and the directory is left unclean.
+func TestFailedCommit(t *testing.T) {
+	cause := errors.New("injected commit failure")
+	fs := vfs.NewMem()
+	s, err := pebble.New(pebble.Options{FS: fs, Dir: "d", BatchSize: 4 << 10})
+	must(t, err)
+	vs := valueState(t, s)
+	ms := register[runtime.MapState](t, s, keyedSpec)
+	put(t, vs, 0, "committed")
+	snap, err := s.Snapshot()
+	must(t, err)
+	must(t, snap.Release())
+
+	restore := pebble.SetCommitBatch(func(*pebbledb.Batch, *pebbledb.WriteOptions) error { return cause })
+	defer restore()
+	var werr error
+	for i := 1; i < 1000 && werr == nil; i++ {
+		werr = vs.Put(key(i), []byte("lost?"))
+	}
+	wantErr(t, "the Put that commits", werr, []error{pebble.ErrFailed, cause}, `"d"`, "acknowledged writes")
+	restore()
+
+	failed := []error{pebble.ErrFailed, cause}
+	_, _, err = vs.Get(key(0))
+	wantErr(t, "Get after a failed commit", err, failed, `"d"`)
+	wantErr(t, "Put after a failed commit", vs.Put(key(1), []byte("x")), failed, `"d"`)
+	wantErr(t, "map Put after a failed commit", ms.Put(key(1), []byte("u"), []byte("x")), failed, `"d"`)
+	wantErr(t, "Iterate after a failed commit", ms.Iterate(key(1), func(_, _ []byte) bool { return true }), failed, `"d"`)
+	wantErr(t, "Namespaces after a failed commit", vs.Namespaces(key(1), func([]byte) bool { return true }), failed, `"d"`)
+	wantErr(t, "Keys after a failed commit", vs.Keys(0, func([]byte) bool { return true }), failed, `"d"`)
+	_, err = s.Snapshot()
+	wantErr(t, "Snapshot after a failed commit", err, failed, `"d"`)
+	empty, err := pebble.New(pebble.Options{InMemory: true})
+	must(t, err)
+	esnap, err := empty.Snapshot()
+	must(t, err)
+	wantErr(t, "Restore after a failed commit", s.Restore(esnap), failed, `"d"`)
+	must(t, esnap.Release())
+	must(t, empty.Close())
+	_, err = s.Register(runtime.StateSpec{Name: "new", Kind: runtime.KindValue, Fingerprint: "fp"})
+	wantErr(t, "Register after a failed commit", err, failed, `"d"`)
+	wantErr(t, "Close after a failed commit", s.Close(), failed, `"d"`)
+	_, err = pebble.New(pebble.Options{FS: fs, Dir: "d", Existing: pebble.ReuseExisting})
+	wantErr(t, "New on the directory of a store whose commit failed", err, []error{pebble.ErrUncleanDir}, `"d"`)
+}
+
+// TestWALWritesAreNotBatched: with a write-ahead log every write is
+// committed on its own.
+func TestWALWritesAreNotBatched(t *testing.T) {
+	for _, sync := range []pebble.SyncPolicy{pebble.SyncWAL, pebble.SyncAlways} {
+		s := mustNew(t, pebble.Options{InMemory: true, Sync: sync})
+		vs := valueState(t, s)
+		put(t, vs, 1, "x")
+		if n := s.PendingWrites(); n != 0 {
+			t.Fatalf("%v: %d writes pending", sync, n)
+		}
+	}
+}

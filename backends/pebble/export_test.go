@@ -1,0 +1,26 @@
+package pebble
+
+import pebbledb "github.com/cockroachdb/pebble/v2"
+
+// Hooks for the tests of package pebble_test.
+
+// SetCommitBatch makes the store's batch commits call fn instead of
+// Batch.Commit, until the returned function restores them.
+func SetCommitBatch(fn func(b *pebbledb.Batch, wo *pebbledb.WriteOptions) error) (restore func()) {
+	old := commitBatch
+	commitBatch = fn
+	return func() { commitBatch = old }
+}
+
+// PendingWrites returns the number of writes in the pending batch.
+func (s *Store) PendingWrites() int {
+	if s.batch == nil {
+		return 0
+	}
+	return int(s.batch.Count())
+}
+
+// KeepPending makes s commit its pending batch only at the size bound,
+// Snapshot, Restore and Close, never after a run of reads: so that every
+// read of a test goes through the pending writes.
+func (s *Store) KeepPending() { s.readRunLimit = 1 << 62 }
