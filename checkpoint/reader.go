@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,19 @@ type dataFile struct {
 	groupStart []int
 	sections   []section
 	dataEnd    int64 // offset of the index block
+	// by says which checkpoint references the file, for the errors about
+	// a file of another checkpoint's (a chain's): "referenced by
+	// checkpoint <name>: ", or empty.
+	by string
+}
+
+// annotate prefixes the reason of a *FileError about f with f.by.
+func (f *dataFile) annotate(err error) error {
+	var fe *FileError
+	if f.by != "" && errors.As(err, &fe) && fe.Path == f.path && !strings.HasPrefix(fe.Reason, f.by) {
+		fe.Reason = f.by + fe.Reason
+	}
+	return err
 }
 
 // section is the run of blocks holding one state's entries in one key

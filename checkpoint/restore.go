@@ -123,7 +123,7 @@ func (r *Reader) openChecked(ctx context.Context, opIndex int, k int, ref FileRe
 		}
 		return nil, err
 	}
-	f.closer = obj
+	f.closer, f.by = obj, by
 	// reject closes the file and reports it as corrupt at offset, in the
 	// metadata's field (the file's entry, or one of its fields).
 	reject := func(offset int64, field, reason string) error {
@@ -881,6 +881,11 @@ func (r *Reader) verifyFile(ctx context.Context, opIndex, k int, ref FileRef, fi
 		return err
 	}
 	defer f.close()
+	return f.annotate(r.verifyOpen(ctx, f, ref))
+}
+
+// verifyOpen is verifyFile of the open file f.
+func (r *Reader) verifyOpen(ctx context.Context, f *dataFile, ref FileRef) error {
 	file := ref.File
 	path := ref.Checkpoint + "/" + file.Name
 	crc := uint32(0)

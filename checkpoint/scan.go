@@ -160,6 +160,11 @@ var blockPool = sync.Pool{New: func() any {
 // readAhead blocks ahead of fn on a goroutine of its own (none if
 // readAhead is 0).
 func (f *dataFile) scan(ctx context.Context, name string, kg int, readAhead int, fn func(runtime.Entry) error) (int64, error) {
+	n, err := f.scanSection(ctx, name, kg, readAhead, fn)
+	return n, f.annotate(err)
+}
+
+func (f *dataFile) scanSection(ctx context.Context, name string, kg int, readAhead int, fn func(runtime.Entry) error) (int64, error) {
 	si := f.stateIndex(name)
 	if si < 0 {
 		return 0, nil

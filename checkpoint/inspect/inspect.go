@@ -95,7 +95,29 @@ func (c *Checkpoint) Metadata() *checkpoint.Metadata { return c.reader.Metadata(
 // Size returns the total size of the checkpoint's data files in bytes.
 func (c *Checkpoint) Size() int64 { return DataSize(c.Metadata()) }
 
-// DataSize returns the total size of the data files m names.
+// FullSize returns the size of the whole state c holds: its own data
+// files and the files of earlier checkpoints its chains reference.
+func (c *Checkpoint) FullSize() int64 { return FullSize(c.Metadata()) }
+
+// FullSize returns the total size of the data files m names, its own and
+// those its chains reference (checkpoint.Instance.Base): what a restore of
+// every instance reads. For a checkpoint that is not incremental it is
+// DataSize.
+func FullSize(m *checkpoint.Metadata) int64 {
+	n := DataSize(m)
+	for _, op := range m.Operators {
+		for _, in := range op.Instances {
+			for _, ref := range in.Base {
+				n += ref.File.Size
+			}
+		}
+	}
+	return n
+}
+
+// DataSize returns the total size of the data files m names and owns:
+// what the checkpoint wrote (the files of earlier checkpoints it
+// references aside; see FullSize).
 func DataSize(m *checkpoint.Metadata) int64 {
 	var n int64
 	for _, op := range m.Operators {

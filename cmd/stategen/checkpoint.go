@@ -161,10 +161,10 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tTYPE\tTIME\tSIZE\tPARALLELISM\tSTATES")
+	fmt.Fprintln(tw, "ID\tNAME\tTYPE\tTIME\tSIZE\tFULL\tPARALLELISM\tSTATES")
 	for _, c := range doc.Checkpoints {
 		if c.Error != "" {
-			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\t-\terror: %s\n", c.Name, c.Error)
+			fmt.Fprintf(tw, "-\t%s\t-\t-\t-\t-\t-\terror: %s\n", c.Name, c.Error)
 			continue
 		}
 		var par []string
@@ -179,8 +179,8 @@ func checkpointLs(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if c.Time != nil {
 			when = formatTime(*c.Time)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Type,
-			when, formatSize(c.SizeBytes), strings.Join(par, ","), strings.Join(c.States, ","))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Type,
+			when, formatSize(c.SizeBytes), formatSize(c.FullBytes), strings.Join(par, ","), strings.Join(c.States, ","))
 	}
 	tw.Flush()
 	return status
@@ -222,6 +222,9 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 	fmt.Fprintf(stdout, "  time:     %s\n", formatTime(m.Timestamp))
 	fmt.Fprintf(stdout, "  format:   version %d\n", m.FormatVersion)
 	fmt.Fprintf(stdout, "  size:     %s in %d data files\n", formatSize(c.Size()), countFiles(m))
+	if full := c.FullSize(); full != c.Size() {
+		fmt.Fprintf(stdout, "  full:     %s with the files of earlier checkpoints it references (incremental)\n", formatSize(full))
+	}
 	for _, k := range slices.Sorted(maps.Keys(m.Properties)) {
 		fmt.Fprintf(stdout, "  property: %s=%s\n", k, m.Properties[k])
 	}
@@ -245,18 +248,46 @@ func checkpointInspect(ctx context.Context, args []string, stdout, stderr io.Wri
 			fmt.Fprintf(stdout, "  %s: %s\n", s.Name, sch)
 		}
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  INSTANCE\tKEY-GROUPS\tFILE\tSIZE\tCRC32C\tTAG\tENTRIES\tOPERATOR-STATE")
+		fmt.Fprintln(tw, "  INSTANCE\tKEY-GROUPS\tFILE\tKIND\tSIZE\tCRC32C\tTAG\tENTRIES\tOPERATOR-STATE")
+		chains := false
 		for i, in := range op.Instances {
-			tag := "-" // format version 1: no tag
-			if m.FormatVersion >= 2 {
-				tag = fmt.Sprintf("%08x", in.File.Tag)
-			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%08x\t%s\t%d\t%dB\n", i, formatRange(in.KeyGroups), in.File.Name,
-				formatSize(in.File.Size), in.File.CRC32C, tag, in.File.Entries, len(in.OperatorState))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%08x\t%s\t%d\t%dB\n", i, formatRange(in.KeyGroups), in.File.Name, fileKind(in.File),
+				formatSize(in.File.Size), in.File.CRC32C, fileTag(m, in.File), in.File.Entries, len(in.OperatorState))
+			chains = chains || len(in.Base) > 0
 		}
 		tw.Flush()
+		if chains {
+			// The files this checkpoint references and does not own, in
+			// the order a restore applies them, its own file last.
+			fmt.Fprintln(stdout, "  REFERENCES (files of earlier checkpoints, oldest first; a restore applies the instance's own file last)")
+			tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  INSTANCE\tCHECKPOINT\tFILE\tKIND\tSIZE\tCRC32C\tTAG\tENTRIES")
+			for i, in := range op.Instances {
+				for _, ref := range in.Base {
+					fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%08x\t%s\t%d\n", i, ref.Checkpoint, ref.File.Name, fileKind(ref.File),
+						formatSize(ref.File.Size), ref.File.CRC32C, fileTag(m, ref.File), ref.File.Entries)
+				}
+			}
+			tw.Flush()
+		}
 	}
 	return exitOK
+}
+
+// fileKind says whether f is a full file or a file of changes.
+func fileKind(f checkpoint.File) string {
+	if f.Delta {
+		return "changes"
+	}
+	return "full"
+}
+
+// fileTag formats f's tag; a version-1 file has none.
+func fileTag(m *checkpoint.Metadata, f checkpoint.File) string {
+	if m.FormatVersion >= 2 {
+		return fmt.Sprintf("%08x", f.Tag)
+	}
+	return "-"
 }
 
 // checkpointVerify checks every byte of a checkpoint.

@@ -25,6 +25,7 @@ type jsonCheckpoint struct {
 	Type      string      `json:"type"`
 	Time      *time.Time  `json:"time"`
 	SizeBytes int64       `json:"size_bytes"`
+	FullBytes int64       `json:"full_bytes"`
 	Operators []jsonOpPar `json:"operators"`
 	States    []string    `json:"states"`
 	Error     string      `json:"error,omitempty"`
@@ -46,6 +47,7 @@ type jsonInspect struct {
 	Time          *time.Time        `json:"time"`
 	FormatVersion int               `json:"format_version"`
 	SizeBytes     int64             `json:"size_bytes"`
+	FullBytes     int64             `json:"full_bytes"`
 	DataFiles     int               `json:"data_files"`
 	Properties    map[string]string `json:"properties"`
 	Operators     []jsonOperator    `json:"operators"`
@@ -69,10 +71,11 @@ type jsonState struct {
 }
 
 type jsonInstance struct {
-	Index              int       `json:"index"`
-	KeyGroups          jsonRange `json:"key_groups"`
-	File               jsonFile  `json:"file"`
-	OperatorStateBytes int       `json:"operator_state_bytes"`
+	Index              int        `json:"index"`
+	KeyGroups          jsonRange  `json:"key_groups"`
+	File               jsonFile   `json:"file"`
+	References         []jsonFile `json:"references"`
+	OperatorStateBytes int        `json:"operator_state_bytes"`
 }
 
 type jsonFile struct {
@@ -81,6 +84,10 @@ type jsonFile struct {
 	CRC32C    string `json:"crc32c"`
 	Tag       string `json:"tag"`
 	Entries   int64  `json:"entries"`
+	// Delta marks a file of changes; Checkpoint names the checkpoint that
+	// owns a referenced file.
+	Delta      bool   `json:"delta"`
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 type jsonVerify struct {
@@ -125,7 +132,7 @@ func lsEntry(name string, m *checkpoint.Metadata, err error) jsonCheckpoint {
 		c.Error = err.Error()
 		return c
 	}
-	c.ID, c.Time, c.SizeBytes = m.CheckpointID, jsonTime(m.Timestamp), inspect.DataSize(m)
+	c.ID, c.Time, c.SizeBytes, c.FullBytes = m.CheckpointID, jsonTime(m.Timestamp), inspect.DataSize(m), inspect.FullSize(m)
 	if t := m.Properties["type"]; t != "" {
 		c.Type = t
 	}
@@ -145,7 +152,7 @@ func inspectDoc(c *inspect.Checkpoint) jsonInspect {
 	m := c.Metadata()
 	doc := jsonInspect{
 		Name: c.Name(), ID: m.CheckpointID, Time: jsonTime(m.Timestamp), FormatVersion: m.FormatVersion,
-		SizeBytes: c.Size(), DataFiles: countFiles(m), Properties: map[string]string{}, Operators: []jsonOperator{},
+		SizeBytes: c.Size(), FullBytes: c.FullSize(), DataFiles: countFiles(m), Properties: map[string]string{}, Operators: []jsonOperator{},
 	}
 	for k, v := range m.Properties {
 		doc.Properties[k] = v
@@ -159,19 +166,28 @@ func inspectDoc(c *inspect.Checkpoint) jsonInspect {
 			o.States = append(o.States, jsonState{s.Name, s.Kind.String(), s.SubKeyed, s.Fingerprint, s.Schema})
 		}
 		for i, in := range op.Instances {
-			tag := ""
-			if m.FormatVersion >= 2 {
-				tag = fmt.Sprintf("%08x", in.File.Tag)
-			}
-			o.Instances = append(o.Instances, jsonInstance{
+			ji := jsonInstance{
 				Index: i, KeyGroups: jsonRange{in.KeyGroups.Start, in.KeyGroups.End},
-				File:               jsonFile{in.File.Name, in.File.Size, fmt.Sprintf("%08x", in.File.CRC32C), tag, in.File.Entries},
-				OperatorStateBytes: len(in.OperatorState),
-			})
+				File: fileDoc(m, "", in.File), References: []jsonFile{}, OperatorStateBytes: len(in.OperatorState),
+			}
+			for _, ref := range in.Base {
+				ji.References = append(ji.References, fileDoc(m, ref.Checkpoint, ref.File))
+			}
+			o.Instances = append(o.Instances, ji)
 		}
 		doc.Operators = append(doc.Operators, o)
 	}
 	return doc
+}
+
+// fileDoc describes a data file of m, owned by checkpoint owner (empty:
+// m's own), for -json.
+func fileDoc(m *checkpoint.Metadata, owner string, f checkpoint.File) jsonFile {
+	tag := ""
+	if m.FormatVersion >= 2 {
+		tag = fmt.Sprintf("%08x", f.Tag)
+	}
+	return jsonFile{f.Name, f.Size, fmt.Sprintf("%08x", f.CRC32C), tag, f.Entries, f.Delta, owner}
 }
 
 // verifyDoc describes the outcome of a verify for -json.

@@ -299,18 +299,21 @@ func jsonPaths(t *testing.T, doc string) []string {
 // breaks scripts, so it must break this test first.
 var (
 	goldenLsFields = []string{
-		"checkpoints", "checkpoints[].id", "checkpoints[].name", "checkpoints[].operators",
+		"checkpoints",
+		"checkpoints[].full_bytes", "checkpoints[].id", "checkpoints[].name", "checkpoints[].operators",
 		"checkpoints[].operators[].id", "checkpoints[].operators[].parallelism", "checkpoints[].size_bytes",
 		"checkpoints[].states", "checkpoints[].time", "checkpoints[].type", "dir",
 	}
 	goldenInspectFields = []string{
-		"data_files", "format_version", "id", "name", "operators", "operators[].id",
+		"data_files", "format_version", "full_bytes", "id", "name", "operators", "operators[].id",
 		"operators[].instances", "operators[].instances[].file", "operators[].instances[].file.crc32c",
+		"operators[].instances[].file.delta",
 		"operators[].instances[].file.entries", "operators[].instances[].file.name",
 		"operators[].instances[].file.size_bytes", "operators[].instances[].file.tag",
 		"operators[].instances[].index", "operators[].instances[].key_groups",
 		"operators[].instances[].key_groups.end", "operators[].instances[].key_groups.start",
-		"operators[].instances[].operator_state_bytes", "operators[].key_groups", "operators[].key_groups.end",
+		"operators[].instances[].operator_state_bytes", "operators[].instances[].references",
+		"operators[].key_groups", "operators[].key_groups.end",
 		"operators[].key_groups.start", "operators[].max_parallelism", "operators[].parallelism",
 		"operators[].states", "operators[].states[].fingerprint", "operators[].states[].kind",
 		"operators[].states[].name", "operators[].states[].schema", "operators[].states[].sub_keyed",

@@ -62,21 +62,27 @@
 // as eight hex digits. Fields are only ever added. The schema:
 //
 //	ls:      {"dir", "checkpoints": [{"id", "name", "type", "time",
-//	          "size_bytes", "operators": [{"id", "parallelism"}],
-//	          "states": [name], "error"}]}
+//	          "size_bytes", "full_bytes", "operators": [{"id",
+//	          "parallelism"}], "states": [name], "error"}]}
 //	inspect: {"name", "id", "time", "format_version", "size_bytes",
-//	          "data_files", "properties": {k: v}, "operators": [{"id",
-//	          "max_parallelism", "key_groups": {"start", "end"},
-//	          "parallelism", "states": [{"name", "kind", "sub_keyed",
-//	          "fingerprint", "schema"}], "instances": [{"index",
-//	          "key_groups", "file": {"name", "size_bytes", "crc32c", "tag",
-//	          "entries"}, "operator_state_bytes"}]}]}
+//	          "full_bytes", "data_files", "properties": {k: v},
+//	          "operators": [{"id", "max_parallelism", "key_groups":
+//	          {"start", "end"}, "parallelism", "states": [{"name", "kind",
+//	          "sub_keyed", "fingerprint", "schema"}], "instances":
+//	          [{"index", "key_groups", "file": FILE, "references": [FILE],
+//	          "operator_state_bytes"}]}]}
+//	FILE:    {"name", "size_bytes", "crc32c", "tag", "entries", "delta",
+//	          "checkpoint"}
 //	verify:  {"name", "ok", "data_files", "size_bytes", "seconds",
 //	          "fault": null | {"message", "path", "offset", "field",
 //	          "reason"}}
 //
-// "error" (ls) is present only for a checkpoint whose metadata cannot be
-// read; "type" is "checkpoint" unless the metadata says otherwise
+// "size_bytes" is what the checkpoint wrote and owns, "full_bytes" that
+// and the files of earlier checkpoints it references (an incremental
+// checkpoint's chain, "references", oldest first; its own "file" is then
+// "delta", changes, applied last); "checkpoint" names a referenced file's
+// owner and is absent for the checkpoint's own files. "error" (ls) is
+// present only for a checkpoint whose metadata cannot be read; "type" is "checkpoint" unless the metadata says otherwise
 // ("savepoint"); "tag" is "" for format version 1; "offset" is -1 when the
 // fault has no byte offset.
 //
