@@ -8,6 +8,7 @@ import (
 	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/backends/pebble"
+	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -42,6 +43,22 @@ func Backends() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// storeMaker returns the constructor of c's stores: its backend's, behind
+// a checkpoint.Tracker if c is incremental. c has been validated.
+func (c Config) storeMaker() NewStore {
+	f, _ := lookupBackend(c.Backend)
+	if !c.Incremental {
+		return f
+	}
+	return func(cfg runtime.StoreConfig, dir string) (runtime.Store, error) {
+		s, err := f(cfg, dir)
+		if err != nil {
+			return nil, err
+		}
+		return checkpoint.Track(s, nil)
+	}
 }
 
 // lookupBackend returns the constructor of backend name, or an error that

@@ -72,6 +72,8 @@ type crashSpec struct {
 	// such instances finish while the others go on, and keep taking part
 	// in checkpoints with their final state.
 	FinishAfter []int64
+	// Incremental runs the child's stores behind checkpoint.Trackers.
+	Incremental bool
 }
 
 func TestMain(m *testing.M) {
@@ -97,7 +99,7 @@ func crashChild(spec string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	cfg := Config{Dir: c.Dir, Users: c.Users, Seed: c.Seed, Interval: c.Interval, Events: 1 << 62, finishAfter: c.FinishAfter}
+	cfg := Config{Dir: c.Dir, Users: c.Users, Seed: c.Seed, Interval: c.Interval, Events: 1 << 62, finishAfter: c.FinishAfter, Incremental: c.Incremental}
 	stores, _, err := resume(ctx, cfg, c.Parallelism, func(restored string) {
 		fmt.Printf("%s %q\n", crashRunning, restored)
 	})
@@ -198,6 +200,11 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 		spec := crashSpec{
 			Dir: dir, Parallelism: 1 + rng.IntN(4), Interval: time.Duration(20+rng.IntN(31)) * time.Millisecond,
 			Users: users, Seed: streamSeed, Lifetime: 5 * time.Minute,
+			// Every other child writes incremental checkpoints (over
+			// whatever its predecessor left): a kill may then hit the
+			// write of changes, their commit, or retention deleting a
+			// checkpoint whose files later ones reference.
+			Incremental: k%2 == 1,
 		}
 		// Half of the children have instances whose input ends early, at
 		// different offsets: the job must go on checkpointing, and every
@@ -318,8 +325,27 @@ func TestCrashRecoveryUnderSIGKILL(t *testing.T) {
 			fail("list: %v", err)
 		}
 		after = slices.DeleteFunc(after, func(n string) bool { return n == checkpoint.CoordinatorName })
-		if !slices.Equal(after, names) {
-			fail("after cleanup (removed %v) the directory holds %v, want the committed %v", removed, after, names)
+		// ... or one whose files a committed checkpoint references (an
+		// incremental checkpoint's chain), holding only those files.
+		wantDirs := slices.Clone(names)
+		for _, n := range names {
+			m, err := checkpoint.ReadMetadata(ctx, storage, n)
+			if err != nil {
+				fail("metadata of %s: %v", n, err)
+			}
+			for _, op := range m.Operators {
+				for _, in := range op.Instances {
+					for _, ref := range in.Base {
+						if !slices.Contains(wantDirs, ref.Checkpoint) {
+							wantDirs = append(wantDirs, ref.Checkpoint)
+						}
+					}
+				}
+			}
+		}
+		slices.Sort(wantDirs)
+		if !slices.Equal(after, wantDirs) {
+			fail("after cleanup (removed %v) the directory holds %v, want the committed %v and those their chains reference", removed, after, wantDirs)
 		}
 		// Nor does any uncommitted write (checkpoint.Dir's temporary files)
 		// survive, but in the coordinator's reserved directory, which

@@ -42,6 +42,10 @@ const crashWait = 30 * time.Second
 type Config struct {
 	// Backend is the name of the backend (-backend; default DefaultBackend).
 	Backend string
+	// Incremental writes incremental checkpoints (-incremental): every
+	// store is behind a checkpoint.Tracker, so that a checkpoint writes
+	// the changes since the last completed one.
+	Incremental bool
 	// PBefore and PAfter are the parallelism before the crash and after
 	// the restore (-p-before, -p-after).
 	PBefore, PAfter int
@@ -216,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	newStore, _ := lookupBackend(cfg.Backend)
+	newStore := cfg.storeMaker()
 	rep = &Report{Config: cfg, Dir: cfg.Dir}
 	if rep.Dir == "" {
 		if rep.Dir, err = os.MkdirTemp("", "clickstream-checkpoints-"); err != nil {

@@ -13,8 +13,12 @@ import (
 // differences.
 func (r *Report) Print(w io.Writer) {
 	c := r.Config
+	backend := c.Backend
+	if c.Incremental {
+		backend += " (incremental checkpoints)"
+	}
 	fmt.Fprintf(w, "clickstream: %d events, %d users, backend %s, maxParallelism %d, seed %d\n",
-		c.Events, c.Users, c.Backend, c.MaxParallelism, c.Seed)
+		c.Events, c.Users, backend, c.MaxParallelism, c.Seed)
 	fmt.Fprintf(w, "checkpoints:  %s (every %v)\n", r.Dir, c.Interval)
 	fmt.Fprintf(w, "reference:    p=1, no checkpoints: %d events in %v (%s events/s)\n",
 		r.Reference.To-r.Reference.From, round(r.Reference.Duration), rate(r.Reference))

@@ -40,7 +40,7 @@ func resume(ctx context.Context, cfg Config, p int, ready func(restored string))
 	if p < 1 || p > cfg.MaxParallelism {
 		return nil, Phase{}, &ConfigError{"p-after", fmt.Sprintf("parallelism %d is not in [1, %d]", p, cfg.MaxParallelism)}
 	}
-	newStore, _ := lookupBackend(cfg.Backend)
+	newStore := cfg.storeMaker()
 	storage, err := checkpoint.NewDir(cfg.Dir)
 	if err != nil {
 		return nil, Phase{}, err
