@@ -77,6 +77,9 @@ type Tracker struct {
 	curSize int64
 	// recording is false from an overflow to the next snapshot.
 	recording bool
+	// gen counts the times cur was replaced: a state's cached logs are
+	// cur's while their generation is gen (see trackedCore.logs).
+	gen uint64
 	// segSize is the size of segs.
 	segSize atomic.Int64
 
@@ -219,6 +222,7 @@ func (t *Tracker) Restore(src runtime.View) error {
 	t.from = t.seq + 1
 	t.mu.Unlock()
 	t.cur, t.curSize = make(map[string][]changeLog), 0
+	t.gen++
 	return err
 }
 
@@ -243,6 +247,7 @@ func (t *Tracker) Snapshot() (runtime.Snapshot, error) {
 		t.segSize.Store(0)
 	}
 	t.cur, t.curSize, t.recording = make(map[string][]changeLog), 0, true
+	t.gen++
 	ts := &TrackedSnapshot{Snapshot: inner, t: t, seq: t.seq}
 	if t.base != nil && t.baseSeq >= t.from && len(t.base) < t.maxLen {
 		var size, deltas int64
@@ -305,17 +310,20 @@ func (t *Tracker) recordWritten(ckpt string, seq uint64, chain []FileRef) {
 	t.written[ckpt] = writtenChain{seq: seq, chain: chain}
 }
 
-// record appends one change of state name to k's key, in its key group.
-func (t *Tracker) record(name string, op byte, k runtime.Key, ns, uk, value []byte) {
+// record appends one change of state c to k's key, in its key group.
+func (t *Tracker) record(c *trackedCore, op byte, k runtime.Key, ns, uk, value []byte) {
 	if !t.recording {
 		return
 	}
-	logs := t.cur[name]
-	if logs == nil {
-		logs = make([]changeLog, t.cfg.KeyGroups.Len())
-		t.cur[name] = logs
+	if c.gen != t.gen || c.logs == nil {
+		logs := t.cur[c.name]
+		if logs == nil {
+			logs = make([]changeLog, t.cfg.KeyGroups.Len())
+			t.cur[c.name] = logs
+		}
+		c.logs, c.gen = logs, t.gen
 	}
-	t.curSize += int64(logs[k.Group()-t.cfg.KeyGroups.Start].add(op, k.Bytes(), ns, uk, value))
+	t.curSize += int64(c.logs[k.Group()-t.cfg.KeyGroups.Start].add(op, k.Bytes(), ns, uk, value))
 	if t.curSize+t.segSize.Load() > t.maxMem {
 		t.overflow()
 	}
@@ -324,6 +332,7 @@ func (t *Tracker) record(name string, op byte, k runtime.Key, ns, uk, value []by
 // overflow drops every change kept: the next snapshot is written in full.
 func (t *Tracker) overflow() {
 	t.cur, t.curSize, t.recording = make(map[string][]changeLog), 0, false
+	t.gen++
 	t.mu.Lock()
 	t.segs = nil
 	t.segSize.Store(0)

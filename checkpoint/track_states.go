@@ -19,6 +19,10 @@ type trackedCore struct {
 	updNV []byte
 	updOK bool
 	updCB func(old []byte, found bool) ([]byte, error)
+	// logs are the tracker's current logs of the state, while gen is the
+	// tracker's (see Tracker.record).
+	logs []changeLog
+	gen  uint64
 }
 
 // wrap returns the tracked state of st's kind. It is a runtime.ValueUpdater
@@ -80,7 +84,7 @@ func (c *trackedCore) Clear(k runtime.Key) error {
 	if err := c.inner.Clear(k); err != nil {
 		return err
 	}
-	c.t.record(c.name, opClear, k, k.Namespace(), nil, nil)
+	c.t.record(c, opClear, k, k.Namespace(), nil, nil)
 	return nil
 }
 
@@ -94,7 +98,7 @@ func (c *trackedCore) DeleteAll(k runtime.Key) error {
 	if err := c.inner.DeleteAll(k); err != nil {
 		return err
 	}
-	c.t.record(c.name, opDeleteAll, k, nil, nil, nil)
+	c.t.record(c, opDeleteAll, k, nil, nil, nil)
 	return nil
 }
 
@@ -134,7 +138,7 @@ func (v *trackedValue) Put(k runtime.Key, value []byte) error {
 	if err := v.st.Put(k, value); err != nil {
 		return err
 	}
-	v.t.record(v.name, opPut, k, k.Namespace(), nil, value)
+	v.t.record(v.trackedCore, opPut, k, k.Namespace(), nil, value)
 	return nil
 }
 
@@ -145,7 +149,7 @@ func (v *trackedValue) update(k runtime.Key, fn func(old []byte, found bool) ([]
 	}
 	nv, ok, err := v.trackedCore.update(fn, func() error { return v.upd.Update(k, v.updCB) })
 	if ok {
-		v.t.record(v.name, opPut, k, k.Namespace(), nil, nv)
+		v.t.record(v.trackedCore, opPut, k, k.Namespace(), nil, nv)
 	}
 	return err
 }
@@ -164,7 +168,7 @@ func (l *trackedList) Add(k runtime.Key, elem []byte) error {
 	if err := l.st.Add(k, elem); err != nil {
 		return err
 	}
-	l.t.record(l.name, opAppend, k, k.Namespace(), nil, elem)
+	l.t.record(l.trackedCore, opAppend, k, k.Namespace(), nil, elem)
 	return nil
 }
 
@@ -174,7 +178,7 @@ func (l *trackedList) AddAll(k runtime.Key, elems [][]byte) error {
 		return err
 	}
 	for _, e := range elems {
-		l.t.record(l.name, opAppend, k, k.Namespace(), nil, e)
+		l.t.record(l.trackedCore, opAppend, k, k.Namespace(), nil, e)
 	}
 	return nil
 }
@@ -184,9 +188,9 @@ func (l *trackedList) Replace(k runtime.Key, elems [][]byte) error {
 	if err := l.st.Replace(k, elems); err != nil {
 		return err
 	}
-	l.t.record(l.name, opClear, k, k.Namespace(), nil, nil)
+	l.t.record(l.trackedCore, opClear, k, k.Namespace(), nil, nil)
 	for _, e := range elems {
-		l.t.record(l.name, opAppend, k, k.Namespace(), nil, e)
+		l.t.record(l.trackedCore, opAppend, k, k.Namespace(), nil, e)
 	}
 	return nil
 }
@@ -208,7 +212,7 @@ func (m *trackedMap) Put(k runtime.Key, userKey, value []byte) error {
 	if err := m.st.Put(k, userKey, value); err != nil {
 		return err
 	}
-	m.t.record(m.name, opPut, k, k.Namespace(), userKey, value)
+	m.t.record(m.trackedCore, opPut, k, k.Namespace(), userKey, value)
 	return nil
 }
 
@@ -217,7 +221,7 @@ func (m *trackedMap) Delete(k runtime.Key, userKey []byte) error {
 	if err := m.st.Delete(k, userKey); err != nil {
 		return err
 	}
-	m.t.record(m.name, opDelete, k, k.Namespace(), userKey, nil)
+	m.t.record(m.trackedCore, opDelete, k, k.Namespace(), userKey, nil)
 	return nil
 }
 
@@ -228,7 +232,7 @@ func (m *trackedMap) update(k runtime.Key, userKey []byte, fn func(old []byte, f
 	}
 	nv, ok, err := m.trackedCore.update(fn, func() error { return m.upd.Update(k, userKey, m.updCB) })
 	if ok {
-		m.t.record(m.name, opPut, k, k.Namespace(), userKey, nv)
+		m.t.record(m.trackedCore, opPut, k, k.Namespace(), userKey, nv)
 	}
 	return err
 }
@@ -268,7 +272,7 @@ func (m *trackedMap) edit(k runtime.Key, fn func(userKey, value []byte) (runtime
 		var op byte
 		var uk, v []byte
 		op, _, _, uk, v, edits = nextChange(edits)
-		m.t.record(m.name, op, k, k.Namespace(), uk, v)
+		m.t.record(m.trackedCore, op, k, k.Namespace(), uk, v)
 	}
 	return nil
 }
