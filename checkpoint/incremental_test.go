@@ -14,6 +14,7 @@ import (
 	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/checkpointtest"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
 
@@ -130,6 +131,29 @@ func incOps(t testing.TB, rng *rand.Rand, states map[string]runtime.State, n int
 
 var errStopTest = errors.New("the test's callback fails")
 
+// trackedModel returns a Tracker with chains of at most maxChain files over
+// the reference model, closed when the test ends, and the states incSpecs
+// registered through it.
+func trackedModel(t *testing.T, maxChain int) (*checkpoint.Tracker, map[string]runtime.State) {
+	t.Helper()
+	inner, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: incMaxP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := checkpoint.Track(inner, &checkpoint.TrackOptions{MaxChainLength: maxChain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	states := make(map[string]runtime.State)
+	for _, spec := range incSpecs {
+		if states[spec.Name], err = tr.Register(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr, states
+}
+
 // canonical sorts the entries of every (state, key group) by key,
 // namespace and user key, keeping list elements in order.
 func canonical(d map[string]map[int][]rec) map[string]map[int][]rec {
@@ -171,21 +195,7 @@ func TestIncrementalChains(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
-			inner, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: incMaxP})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := checkpoint.Track(inner, &checkpoint.TrackOptions{MaxChainLength: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
-			states := make(map[string]runtime.State)
-			for _, spec := range incSpecs {
-				if states[spec.Name], err = tr.Register(spec); err != nil {
-					t.Fatal(err)
-				}
-			}
+			tr, states := trackedModel(t, 4)
 			s := checkpoint.NewMem()
 			var retained []string
 			deltas, longest := 0, 0
@@ -197,7 +207,7 @@ func TestIncrementalChains(t *testing.T) {
 				}
 				want := canonical(dump(t, snap))
 				ckpt := checkpoint.CheckpointName(uint64(i))
-				is, err := checkpoint.WriteInstance(ctx, s, ckpt, "op-0.sgc", snap, nil)
+				is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -319,21 +329,7 @@ func checkRestores(t *testing.T, s checkpoint.Storage, ckpt string, want map[str
 func incChain(t *testing.T, n int) *checkpoint.Mem {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(9, 9))
-	inner, err := storetest.NewModel(runtime.StoreConfig{MaxParallelism: incMaxP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := checkpoint.Track(inner, &checkpoint.TrackOptions{MaxChainLength: n})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	states := make(map[string]runtime.State)
-	for _, spec := range incSpecs {
-		if states[spec.Name], err = tr.Register(spec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tr, states := trackedModel(t, n)
 	s := checkpoint.NewMem()
 	for i := 1; i <= n; i++ {
 		ops := 5 // changes that weigh less than the full file
@@ -341,27 +337,10 @@ func incChain(t *testing.T, n int) *checkpoint.Mem {
 			ops = 300
 		}
 		incOps(t, rng, states, ops)
-		snap, err := tr.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ckpt := checkpoint.CheckpointName(uint64(i))
-		is, err := checkpoint.WriteInstance(ctx, s, ckpt, "op-0.sgc", snap, nil)
-		_ = snap.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+		is := checkpointtest.Checkpoint(t, s, tr, uint64(i))
 		if is.File.Delta != (i > 1) || len(is.Base) != i-1 {
 			t.Fatalf("checkpoint %d: delta %v over %d files, want a chain of every earlier checkpoint", i, is.File.Delta, len(is.Base))
 		}
-		op, err := checkpoint.NewOperator("op", is)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(i), Operators: []checkpoint.Operator{op}}); err != nil {
-			t.Fatal(err)
-		}
-		tr.Completed(ckpt)
 	}
 	return s
 }
@@ -394,33 +373,33 @@ func TestIncrementalBadChains(t *testing.T) {
 		sentinel error
 	}{
 		{"vanished", func(t *testing.T, s *checkpoint.Mem) {
-			if err := s.Remove(ctx, c2, "op-0.sgc"); err != nil {
+			if err := s.Remove(ctx, c2, "instance-0.sgc"); err != nil {
 				t.Fatal(err)
 			}
-		}, c2 + "/op-0.sgc", checkpoint.ErrNotFound},
+		}, c2 + "/instance-0.sgc", checkpoint.ErrNotFound},
 		{"swapped for another checkpoint's", func(t *testing.T, s *checkpoint.Mem) {
 			other := incChain(t, 1) // a full file of the same shape, another tag
-			b := readObject(t, other, c1, "op-0.sgc")
-			if err := s.Remove(ctx, c1, "op-0.sgc"); err != nil {
+			b := readObject(t, other, c1, "instance-0.sgc")
+			if err := s.Remove(ctx, c1, "instance-0.sgc"); err != nil {
 				t.Fatal(err)
 			}
-			put(t, s, c1, "op-0.sgc", b)
-		}, c1 + "/op-0.sgc", checkpoint.ErrCorrupt},
+			put(t, s, c1, "instance-0.sgc", b)
+		}, c1 + "/instance-0.sgc", checkpoint.ErrCorrupt},
 		{"with a damaged block", func(t *testing.T, s *checkpoint.Mem) {
-			b := readObject(t, s, c1, "op-0.sgc")
+			b := readObject(t, s, c1, "instance-0.sgc")
 			b[len(b)/3] ^= 0x40
-			if err := s.Remove(ctx, c1, "op-0.sgc"); err != nil {
+			if err := s.Remove(ctx, c1, "instance-0.sgc"); err != nil {
 				t.Fatal(err)
 			}
-			put(t, s, c1, "op-0.sgc", b)
-		}, c1 + "/op-0.sgc", checkpoint.ErrCorrupt},
+			put(t, s, c1, "instance-0.sgc", b)
+		}, c1 + "/instance-0.sgc", checkpoint.ErrCorrupt},
 		{"truncated", func(t *testing.T, s *checkpoint.Mem) {
-			b := readObject(t, s, c2, "op-0.sgc")
-			if err := s.Remove(ctx, c2, "op-0.sgc"); err != nil {
+			b := readObject(t, s, c2, "instance-0.sgc")
+			if err := s.Remove(ctx, c2, "instance-0.sgc"); err != nil {
 				t.Fatal(err)
 			}
-			put(t, s, c2, "op-0.sgc", b[:len(b)-1])
-		}, c2 + "/op-0.sgc", checkpoint.ErrCorrupt},
+			put(t, s, c2, "instance-0.sgc", b[:len(b)-1])
+		}, c2 + "/instance-0.sgc", checkpoint.ErrCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := incChain(t, 3)
@@ -481,7 +460,7 @@ func TestIncrementalBadChains(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		put(t, s, c4, "op-0.sgc", readObject(t, s, c3, "op-0.sgc"))
+		put(t, s, c4, "instance-0.sgc", readObject(t, s, c3, "instance-0.sgc"))
 		put(t, s, c4, checkpoint.MetadataName, data)
 		r, err := checkpoint.Open(ctx, s, c4)
 		if err == nil {
@@ -534,7 +513,7 @@ func TestIncrementalSavepoint(t *testing.T) {
 		if savepoint {
 			snap.(*checkpoint.TrackedSnapshot).SelfContained()
 		}
-		is, err := checkpoint.WriteInstance(ctx, s, ckpt, "op-0.sgc", snap, nil)
+		is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
 		_ = snap.Release()
 		if err != nil {
 			t.Fatal(err)

@@ -295,15 +295,9 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
 	st := v.state
 	s := st.s
-	if fn == nil {
-		return fmt.Errorf("cow: state %q: Update with a nil callback", st.spec.Name)
-	}
-	t, err := v.rtable(k, true)
+	t, err := st.utable(k, fn)
 	if err != nil {
 		return err
-	}
-	if s.iterating > 0 {
-		return fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
 	}
 	var (
 		old     []byte
@@ -459,15 +453,9 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
 	st := m.state
 	s := st.s
-	if fn == nil {
-		return fmt.Errorf("cow: state %q: Update with a nil callback", st.spec.Name)
-	}
-	t, err := m.rtable(k, true)
+	t, err := st.utable(k, fn)
 	if err != nil {
 		return err
-	}
-	if s.iterating > 0 {
-		return fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
 	}
 	var (
 		old   []byte
@@ -493,6 +481,22 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		nv = s.updBuf
 	}
 	return m.Put(k, userKey, nv)
+}
+
+// utable checks an Update of k with fn and returns k's table, nil if it
+// has none (the lookup comes before fn, the write after it).
+func (st *state) utable(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) (*table, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("cow: state %q: Update with a nil callback", st.spec.Name)
+	}
+	t, err := st.rtable(k, true)
+	if err != nil {
+		return nil, err
+	}
+	if st.s.iterating > 0 {
+		return nil, fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
+	}
+	return t, nil
 }
 
 // callUpdate calls the function of an Update with the old value, refusing

@@ -61,22 +61,32 @@ func Codec(opts *checkpoint.WriterOptions) func(tb testing.TB, v runtime.View) (
 		if err != nil {
 			return nil, err
 		}
-		op, err := checkpoint.NewOperator(OperatorID, snap)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(n), Operators: []checkpoint.Operator{op}}); err != nil {
-			return nil, err
-		}
-		r, err := checkpoint.Open(ctx, s, ckpt)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.Verify(ctx); err != nil {
-			return nil, fmt.Errorf("checkpointtest: a freshly written checkpoint fails Verify: %w", err)
-		}
-		return r.View(ctx, OperatorID, v.KeyGroups())
+		return commitAndRead(ctx, s, ckpt, uint64(n), snap, v.KeyGroups(), nil)
 	}
+}
+
+// commitAndRead commits checkpoint ckpt (id n) of the one instance snap,
+// calls completed if it is not nil, verifies every byte of it and returns
+// a View of key groups kgs.
+func commitAndRead(ctx context.Context, s checkpoint.Storage, ckpt string, n uint64, snap checkpoint.InstanceSnapshot, kgs runtime.KeyGroupRange, completed func()) (runtime.View, error) {
+	op, err := checkpoint.NewOperator(OperatorID, snap)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: n, Operators: []checkpoint.Operator{op}}); err != nil {
+		return nil, err
+	}
+	if completed != nil {
+		completed()
+	}
+	r, err := checkpoint.Open(ctx, s, ckpt)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Verify(ctx); err != nil {
+		return nil, fmt.Errorf("checkpointtest: a freshly written checkpoint fails Verify: %w", err)
+	}
+	return r.View(ctx, OperatorID, kgs)
 }
 
 // ThroughChains is ThroughFiles for the snapshots of a checkpoint.Tracker
@@ -113,22 +123,7 @@ func ThroughChains(tb testing.TB, v runtime.View) (runtime.View, error) {
 	if snap.File.Delta {
 		deltas.Add(1)
 	}
-	op, err := checkpoint.NewOperator(OperatorID, snap)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(n), Operators: []checkpoint.Operator{op}}); err != nil {
-		return nil, err
-	}
-	tr.Completed(ckpt)
-	r, err := checkpoint.Open(ctx, s, ckpt)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Verify(ctx); err != nil {
-		return nil, fmt.Errorf("checkpointtest: a freshly written checkpoint fails Verify: %w", err)
-	}
-	return r.View(ctx, OperatorID, v.KeyGroups())
+	return commitAndRead(ctx, s, ckpt, uint64(n), snap, v.KeyGroups(), func() { tr.Completed(ckpt) })
 }
 
 // Deltas returns how many files of changes ThroughChains has written in
@@ -157,4 +152,34 @@ func RunTrackedChains(t *testing.T, factory storetest.Factory, opts ...storetest
 	if n := Deltas() - before; n < 10 {
 		t.Errorf("only %d snapshots were written as files of changes", n)
 	}
+}
+
+// Checkpoint snapshots tr, writes the snapshot as the one instance of
+// operator OperatorID of checkpoint id of s (CheckpointName(id)), commits
+// it, reports it completed to tr, and returns what it wrote. It fails tb
+// on any error.
+func Checkpoint(tb testing.TB, s checkpoint.Storage, tr *checkpoint.Tracker, id uint64) checkpoint.InstanceSnapshot {
+	tb.Helper()
+	ctx := context.Background()
+	snap, err := tr.Snapshot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ckpt := checkpoint.CheckpointName(id)
+	is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
+	if rerr := snap.Release(); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	op, err := checkpoint.NewOperator(OperatorID, is)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: id, Operators: []checkpoint.Operator{op}}); err != nil {
+		tb.Fatal(err)
+	}
+	tr.Completed(ckpt)
+	return is
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stategen/stategen/checkpoint"
+	"github.com/stategen/stategen/checkpoint/checkpointtest"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storetest"
 )
@@ -20,7 +20,6 @@ import (
 // directory.
 func incrementalCheckpoints(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := checkpoint.NewDir(dir)
 	if err != nil {
@@ -50,24 +49,7 @@ func incrementalCheckpoints(t *testing.T) string {
 				t.Fatal(err)
 			}
 		}
-		snap, err := tr.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ckpt := checkpoint.CheckpointName(uint64(i))
-		is, err := checkpoint.WriteInstance(ctx, s, ckpt, "op-0.sgc", snap, nil)
-		_ = snap.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		op, err := checkpoint.NewOperator("op", is)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(i), Operators: []checkpoint.Operator{op}}); err != nil {
-			t.Fatal(err)
-		}
-		tr.Completed(ckpt)
+		checkpointtest.Checkpoint(t, s, tr, uint64(i))
 	}
 	return dir
 }
@@ -115,7 +97,7 @@ func TestCheckpointCommandsShowChains(t *testing.T) {
 	}
 	// Damage the full file the chain begins with: verify of the last
 	// checkpoint names both.
-	path := filepath.Join(dir, c1, "op-0.sgc")
+	path := filepath.Join(dir, c1, "instance-0.sgc")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +107,7 @@ func TestCheckpointCommandsShowChains(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs = runCmd("checkpoint", "verify", "-q", filepath.Join(dir, c3))
-	if code != exitError || !strings.Contains(errs, c1+"/op-0.sgc") || !strings.Contains(errs, "referenced by checkpoint "+c3) {
-		t.Errorf("verify of a chain with a damaged full file: exit %d, %s; want an error naming %s/op-0.sgc and %s", code, errs, c1, c3)
+	if code != exitError || !strings.Contains(errs, c1+"/instance-0.sgc") || !strings.Contains(errs, "referenced by checkpoint "+c3) {
+		t.Errorf("verify of a chain with a damaged full file: exit %d, %s; want an error naming %s/instance-0.sgc and %s", code, errs, c1, c3)
 	}
 }

@@ -38,6 +38,23 @@ func completeOne(t *testing.T, c *Coordinator, clock *fakeClock, ops []*operator
 	return id
 }
 
+// snapshotNext has every operator of ops snapshot its next trigger, of
+// a checkpoint of the kind what names: run it on a goroutine of its own
+// while the coordinator waits for the checkpoint.
+func snapshotNext(t *testing.T, ops []*operator, what string) {
+	for _, o := range ops {
+		select {
+		case tr := <-o.inst.Triggers():
+			if err := o.snapshot(tr); err != nil {
+				t.Error(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("no %s trigger", what)
+			return
+		}
+	}
+}
+
 // The restore API: the latest checkpoint (savepoints aside) restores at
 // any parallelism, every new instance getting the blobs of all old ones,
 // and a store restored by RestoreLatest holds exactly the state at the
@@ -50,19 +67,7 @@ func TestRestoreLatestAtAnyParallelism(t *testing.T) {
 	completeOne(t, c, clock, ops)
 	id := completeOne(t, c, clock, ops)
 	// A savepoint taken later is not "the latest checkpoint".
-	go func() {
-		for _, o := range ops {
-			select {
-			case tr := <-o.inst.Triggers():
-				if err := o.snapshot(tr); err != nil {
-					t.Error(err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Error("no savepoint trigger")
-				return
-			}
-		}
-	}()
+	go snapshotNext(t, ops, "savepoint")
 	if _, err := c.Savepoint(context.Background(), "later"); err != nil {
 		t.Fatal(err)
 	}
@@ -337,19 +342,7 @@ func TestIncrementalCheckpointsThroughTheDriver(t *testing.T) {
 			}
 		}
 		if i == 4 {
-			go func() {
-				for _, o := range ops {
-					select {
-					case tr := <-o.inst.Triggers():
-						if err := o.snapshot(tr); err != nil {
-							t.Error(err)
-						}
-					case <-time.After(20 * time.Second):
-						t.Error("no savepoint trigger")
-						return
-					}
-				}
-			}()
+			go snapshotNext(t, ops, "savepoint")
 			_, err := c.Savepoint(context.Background(), "amid-the-chain")
 			if err != nil {
 				t.Fatal(err)
