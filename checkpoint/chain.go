@@ -17,27 +17,49 @@ import (
 // passes what the overlay holds that the full file did not. Memory is
 // what the changes hold, never the full file's entries; the full file is
 // read once, as a restore from a full checkpoint reads it.
+//
+// The overlay holds its bytes — keys, namespaces, values — in one arena,
+// and its entries by value in one slice, found by index: a change costs
+// about one allocation (its identity's map key), not one per field, which
+// matters to stores whose heaps the garbage collector must scan.
 
 // overlay is what the changes of one (state, key group) leave.
 type overlay struct {
-	kind    runtime.Kind
-	entries map[string]*overlayEntry // by ident(key, namespace)
-	order   []*overlayEntry          // in the order first touched
-	byKey   map[string][]*overlayEntry
+	kind     runtime.Kind
+	subKeyed bool
+	ids      map[string]int32   // ident(key, namespace) -> index in ents
+	ents     []overlayEntry     // in the order first touched
+	byKey    map[string][]int32 // a sub-keyed state's entries by key
+	users    []userEntry
+	arena    []byte
+	idBuf    []byte
 	// gone holds the keys whose every namespace was removed (opDeleteAll):
 	// nothing of them in the full file survives.
 	gone map[string]bool
 }
 
+// span is a run of the arena's bytes.
+type span struct{ off, n int }
+
+func (o *overlay) bytes(s span) []byte { return o.arena[s.off : s.off+s.n : s.off+s.n] }
+
+func (o *overlay) keep(b []byte) span {
+	s := span{len(o.arena), len(b)}
+	o.arena = append(o.arena, b...)
+	return s
+}
+
 // overlayEntry is what the changes leave of one (key, namespace).
 type overlayEntry struct {
-	key, ns []byte
+	key, ns span
 	// cleared: the full file's content of (key, namespace) is gone.
 	cleared bool
-	value   []byte // a Value state's, if hasValue
+	value   span // a Value state's, if has
 	has     bool
-	elems   [][]byte // a list's elements, after the full file's unless cleared
-	users   map[string]*userEntry
+	elems   []span // a list's elements, after the full file's unless cleared
+	// A map's entries the changes touched: user key -> index in
+	// overlay.users, in the order first touched.
+	users   map[string]int32
 	uorder  []string
 	emitted bool // a list's elements were passed with the full file's
 }
@@ -45,28 +67,30 @@ type overlayEntry struct {
 // userEntry is what the changes leave of a map entry: its value, or its
 // removal.
 type userEntry struct {
-	value   []byte
+	value   span
 	deleted bool
 }
 
-// ident returns the overlay's identity of (key, namespace).
-func ident(key, ns []byte) string { return string(appendBytes(appendBytes(nil, key), ns)) }
+// ident appends the overlay's identity of (key, namespace) to dst.
+func ident(dst, key, ns []byte) []byte { return appendBytes(appendBytes(dst, key), ns) }
 
 func (o *overlay) entry(key, ns []byte) *overlayEntry {
-	id := ident(key, ns)
-	if e := o.entries[id]; e != nil {
-		return e
+	o.idBuf = ident(o.idBuf[:0], key, ns)
+	if i, ok := o.ids[string(o.idBuf)]; ok {
+		return &o.ents[i]
 	}
-	e := &overlayEntry{key: append([]byte(nil), key...), ns: append([]byte(nil), ns...), cleared: o.gone[string(key)]}
-	o.entries[id] = e
-	o.order = append(o.order, e)
-	o.byKey[string(key)] = append(o.byKey[string(key)], e)
-	return e
+	i := int32(len(o.ents))
+	o.ids[string(o.idBuf)] = i
+	o.ents = append(o.ents, overlayEntry{key: o.keep(key), ns: o.keep(ns), cleared: o.gone[string(key)]})
+	if o.subKeyed {
+		o.byKey[string(key)] = append(o.byKey[string(key)], i)
+	}
+	return &o.ents[i]
 }
 
 // clear empties e, and what the full file held of it.
 func (e *overlayEntry) clear() {
-	e.cleared, e.has, e.value, e.elems, e.users, e.uorder = true, false, nil, nil, nil, nil
+	e.cleared, e.has, e.value, e.elems, e.users, e.uorder = true, false, span{}, nil, nil, nil
 }
 
 // apply applies one change, read from file path.
@@ -80,8 +104,16 @@ func (o *overlay) apply(path string, en runtime.Entry) error {
 	}
 	if op == opDeleteAll {
 		o.gone[string(en.Key)] = true
-		for _, e := range o.byKey[string(en.Key)] {
-			e.clear()
+		if !o.subKeyed {
+			// A keyed state's key has one namespace, the empty one.
+			o.idBuf = ident(o.idBuf[:0], en.Key, nil)
+			if i, ok := o.ids[string(o.idBuf)]; ok {
+				o.ents[i].clear()
+			}
+			return nil
+		}
+		for _, i := range o.byKey[string(en.Key)] {
+			o.ents[i].clear()
 		}
 		return nil
 	}
@@ -93,9 +125,9 @@ func (o *overlay) apply(path string, en runtime.Entry) error {
 		switch o.kind {
 		case runtime.KindValue:
 			e.clear()
-			e.value, e.has = append([]byte(nil), v...), true
+			e.value, e.has = o.keep(v), true
 		case runtime.KindMap, runtime.KindSortedMap:
-			e.user(en.UserKey, &userEntry{value: append([]byte(nil), v...)})
+			o.user(e, en.UserKey, userEntry{value: o.keep(v)})
 		default:
 			return bad()
 		}
@@ -103,38 +135,41 @@ func (o *overlay) apply(path string, en runtime.Entry) error {
 		if !o.kind.HasUserKey() {
 			return bad()
 		}
-		e.user(en.UserKey, &userEntry{deleted: true})
+		o.user(e, en.UserKey, userEntry{deleted: true})
 	case opAppend:
 		if o.kind != runtime.KindList {
 			return bad()
 		}
-		e.elems = append(e.elems, append([]byte(nil), v...))
+		e.elems = append(e.elems, o.keep(v))
 	default:
 		return corruptAt(path, -1, "unknown operation %d in a change of key %x", op, en.Key)
 	}
 	return nil
 }
 
-func (e *overlayEntry) user(uk []byte, u *userEntry) {
+func (o *overlay) user(e *overlayEntry, uk []byte, u userEntry) {
 	if e.users == nil {
-		e.users = make(map[string]*userEntry)
+		e.users = make(map[string]int32)
 	}
-	if _, ok := e.users[string(uk)]; !ok {
-		e.uorder = append(e.uorder, string(uk))
+	if i, ok := e.users[string(uk)]; ok {
+		o.users[i] = u
+		return
 	}
-	e.users[string(uk)] = u
+	e.users[string(uk)] = int32(len(o.users))
+	e.uorder = append(e.uorder, string(uk))
+	o.users = append(o.users, u)
 }
 
 // scanChain scans state spec in key group kg of a chain: the full file
 // with the changes applied (see above).
 func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int, readAhead int, fn func(runtime.Entry) error) (int64, error) {
-	o := &overlay{kind: spec.Kind, entries: make(map[string]*overlayEntry), byKey: make(map[string][]*overlayEntry), gone: make(map[string]bool)}
+	o := &overlay{kind: spec.Kind, subKeyed: spec.SubKeyed, ids: make(map[string]int32), byKey: make(map[string][]int32), gone: make(map[string]bool)}
 	for _, f := range p.changes {
 		if _, err := f.scan(ctx, spec.Name, kg, readAhead, func(en runtime.Entry) error { return o.apply(f.path, en) }); err != nil {
 			return 0, err
 		}
 	}
-	if len(o.order) == 0 && len(o.gone) == 0 {
+	if len(o.ents) == 0 && len(o.gone) == 0 {
 		// No change to this section: the full file's, as it is.
 		return p.file.scan(ctx, spec.Name, kg, readAhead, fn)
 	}
@@ -143,44 +178,46 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 		n++
 		return fn(en)
 	}
-	var id []byte // the identity of the entry being passed
 	// The list whose elements the full file is passing, to append the
 	// changes' elements to once they end.
-	var open *overlayEntry
+	open := -1
 	flush := func() error {
-		if open == nil {
+		if open < 0 {
 			return nil
 		}
-		e := open
-		open, e.emitted = nil, true
+		e := &o.ents[open]
+		open, e.emitted = -1, true
 		for _, el := range e.elems {
-			if err := emit(runtime.Entry{Key: e.key, Namespace: e.ns, Value: el}); err != nil {
+			if err := emit(runtime.Entry{Key: o.bytes(e.key), Namespace: o.bytes(e.ns), Value: o.bytes(el)}); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	var id []byte // the identity of the entry being passed
 	_, err := p.file.scan(ctx, spec.Name, kg, readAhead, func(en runtime.Entry) error {
 		if len(o.gone) > 0 && o.gone[string(en.Key)] {
 			return flush()
 		}
-		id = appendBytes(appendBytes(id[:0], en.Key), en.Namespace)
-		e := o.entries[string(id)]
-		if open != nil && open != e {
+		id = ident(id[:0], en.Key, en.Namespace)
+		i, touched := o.ids[string(id)]
+		if open >= 0 && (!touched || int(i) != open) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		switch {
-		case e == nil:
-		case e.cleared:
-			return nil
-		case o.kind.HasUserKey():
-			if _, ok := e.users[string(en.UserKey)]; ok {
-				return nil // removed, or passed with its new value below
+		if touched {
+			e := &o.ents[i]
+			switch {
+			case e.cleared:
+				return nil
+			case o.kind.HasUserKey():
+				if _, ok := e.users[string(en.UserKey)]; ok {
+					return nil // removed, or passed with its new value below
+				}
+			case o.kind == runtime.KindList:
+				open = int(i)
 			}
-		case o.kind == runtime.KindList:
-			open = e
 		}
 		return emit(en)
 	})
@@ -190,27 +227,29 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 	if err != nil {
 		return n, err
 	}
-	for _, e := range o.order {
+	for i := range o.ents {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
+		e := &o.ents[i]
+		key, ns := o.bytes(e.key), o.bytes(e.ns)
 		switch o.kind {
 		case runtime.KindValue:
 			if e.has {
-				err = emit(runtime.Entry{Key: e.key, Namespace: e.ns, Value: e.value})
+				err = emit(runtime.Entry{Key: key, Namespace: ns, Value: o.bytes(e.value)})
 			}
 		case runtime.KindList:
 			if !e.emitted {
 				for _, el := range e.elems {
-					if err = emit(runtime.Entry{Key: e.key, Namespace: e.ns, Value: el}); err != nil {
+					if err = emit(runtime.Entry{Key: key, Namespace: ns, Value: o.bytes(el)}); err != nil {
 						break
 					}
 				}
 			}
 		default:
 			for _, uk := range e.uorder {
-				if u := e.users[uk]; !u.deleted {
-					if err = emit(runtime.Entry{Key: e.key, Namespace: e.ns, UserKey: []byte(uk), Value: u.value}); err != nil {
+				if u := o.users[e.users[uk]]; !u.deleted {
+					if err = emit(runtime.Entry{Key: key, Namespace: ns, UserKey: []byte(uk), Value: o.bytes(u.value)}); err != nil {
 						break
 					}
 				}
