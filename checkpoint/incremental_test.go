@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -531,5 +532,38 @@ func TestIncrementalSavepoint(t *testing.T) {
 	is := take("c", false, 1)
 	if !is.File.Delta || len(is.Base) != 2 || is.Base[1].Checkpoint != "b" {
 		t.Fatalf("the checkpoint after a savepoint: delta %v over %v, want changes over a and b", is.File.Delta, is.Base)
+	}
+}
+
+// vanishing is a Storage in which the metadata of checkpoint gone is
+// deleted between a List that shows it and a read of it, as a concurrent
+// Delete does.
+type vanishing struct {
+	checkpoint.Storage
+	gone string
+}
+
+func (v vanishing) Open(ctx context.Context, ckpt, name string) (checkpoint.Object, error) {
+	if ckpt == v.gone && name == checkpoint.MetadataName {
+		return nil, fmt.Errorf("%s/%s: %w", ckpt, name, checkpoint.ErrNotFound)
+	}
+	return v.Storage.Open(ctx, ckpt, name)
+}
+
+// TestDeleteWhileAnotherIsDeleted: the references Delete reads come from
+// every committed checkpoint; one deleted meanwhile (by the coordinator's
+// concurrent housekeeping) references nothing, and does not fail the
+// Delete — which would leave the checkpoint behind as debris.
+func TestDeleteWhileAnotherIsDeleted(t *testing.T) {
+	s := incChain(t, 1)
+	c2 := checkpoint.CheckpointName(2)
+	put(t, s, c2, "instance-0.sgc", readObject(t, s, checkpoint.CheckpointName(1), "instance-0.sgc"))
+	put(t, s, c2, checkpoint.MetadataName, readObject(t, s, checkpoint.CheckpointName(1), checkpoint.MetadataName))
+	v := vanishing{Storage: s, gone: c2}
+	if err := checkpoint.Delete(ctx, v, checkpoint.CheckpointName(1)); err != nil {
+		t.Fatalf("Delete while another checkpoint's metadata vanishes: %v", err)
+	}
+	if left, _ := s.Objects(ctx, checkpoint.CheckpointName(1)); len(left) != 0 {
+		t.Errorf("the deleted checkpoint still holds %v", left)
 	}
 }

@@ -186,8 +186,9 @@ func isCommitted(ctx context.Context, s Storage, ckpt string) (bool, error) {
 // ckpt keeps them, without metadata, until the last checkpoint that
 // references them is deleted; that Delete removes them. Which files are
 // referenced is read from the metadata of every committed checkpoint, so
-// it holds after any restart; if one cannot be read, Delete fails before
-// it removes anything. A checkpoint being written that references ckpt's
+// it holds after any restart; if one cannot be read (an I/O error; a
+// corrupt one references nothing), Delete fails before it removes
+// anything. A checkpoint being written that references ckpt's
 // files is not committed and so not seen: do not delete a checkpoint while
 // a chain that may reference it is being written (the coordinator deletes
 // only checkpoints that a completed one subsumes).
@@ -241,6 +242,12 @@ func references(ctx context.Context, s Storage, except string) (map[string]map[s
 			continue
 		}
 		m, err := ReadMetadata(ctx, s, ckpt)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
+			// Deleted since List, or metadata no restore can read: it
+			// references nothing. Any other error (a failed read) may
+			// pass, and leaves the question open.
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cannot tell which files %s references: %w", ckpt, err)
 		}
