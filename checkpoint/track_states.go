@@ -105,14 +105,19 @@ func (c *trackedCore) DeleteAll(k runtime.Key) error {
 // Keys implements runtime.State.
 func (c *trackedCore) Keys(kg int, fn func(key []byte) bool) error { return c.inner.Keys(kg, fn) }
 
-// update runs a one-lookup Update of fn through do and reports the value
-// written, if any (valid until the next Update).
-func (c *trackedCore) update(fn func(old []byte, found bool) ([]byte, error), do func() error) ([]byte, bool, error) {
+// begin starts a one-lookup Update of fn: the inner state calls updCB,
+// which calls fn and keeps what it wrote. end ends it, given the inner
+// state's error, and reports the value written, if any (valid until the
+// next Update). A store refuses an Update from inside another before it
+// calls anything, so the fields are this call's alone.
+func (c *trackedCore) begin(fn func(old []byte, found bool) ([]byte, error)) {
 	c.updFn, c.updOK = fn, false
-	err := do()
+}
+
+func (c *trackedCore) end(err error) ([]byte, bool) {
 	ok := c.updOK && err == nil
 	c.updFn, c.updOK = nil, false
-	return c.updNV, ok, err
+	return c.updNV, ok
 }
 
 func (c *trackedCore) updateCallback(old []byte, found bool) ([]byte, error) {
@@ -147,7 +152,9 @@ func (v *trackedValue) update(k runtime.Key, fn func(old []byte, found bool) ([]
 	if fn == nil {
 		return v.upd.Update(k, nil) // the store's error
 	}
-	nv, ok, err := v.trackedCore.update(fn, func() error { return v.upd.Update(k, v.updCB) })
+	v.begin(fn)
+	err := v.upd.Update(k, v.updCB)
+	nv, ok := v.end(err)
 	if ok {
 		v.t.record(v.trackedCore, opPut, k, k.Namespace(), nil, nv)
 	}
@@ -230,7 +237,9 @@ func (m *trackedMap) update(k runtime.Key, userKey []byte, fn func(old []byte, f
 	if fn == nil {
 		return m.upd.Update(k, userKey, nil) // the store's error
 	}
-	nv, ok, err := m.trackedCore.update(fn, func() error { return m.upd.Update(k, userKey, m.updCB) })
+	m.begin(fn)
+	err := m.upd.Update(k, userKey, m.updCB)
+	nv, ok := m.end(err)
 	if ok {
 		m.t.record(m.trackedCore, opPut, k, k.Namespace(), userKey, nv)
 	}
