@@ -43,7 +43,9 @@ type TrackOptions struct {
 	// MaxChangeBytes bounds the memory the changes since the last
 	// completed checkpoint take. Past it the tracker drops them, stops
 	// recording until the next snapshot, and writes that snapshot in full.
-	// Zero means DefaultMaxChangeBytes.
+	// The tracker keeps the memory of changes it no longer needs for the
+	// next ones, as long as that and the changes it holds stay within
+	// MaxChangeBytes. Zero means DefaultMaxChangeBytes.
 	MaxChangeBytes int64
 }
 
@@ -83,11 +85,23 @@ type Tracker struct {
 	// segSize is the size of segs.
 	segSize atomic.Int64
 
+	// free holds the chunks of the changes no one holds any more, by size
+	// class (see chunkClass), for the logs of the next changes: a tracker
+	// in a steady state of checkpoints that complete records into memory
+	// it already has, never asking the allocator or the OS for more.
+	// Guarded by mu; freeBytes is their size, which with the changes held
+	// stays within maxMem.
+	free      [numChunkClasses][][]byte
+	freeBytes int64
+	// freeLogs are the emptied tables of a state's logs, one per key
+	// group, for the next interval's. Guarded by mu.
+	freeLogs [][]changeLog
+
 	mu sync.Mutex // guards what follows, which writers and Completed change
 	// seq counts the snapshots taken; segs are the changes between them,
 	// since the base's snapshot (segs[i] ends at snapshot segs[i].seq).
 	seq  uint64
-	segs []segment
+	segs []*segment
 	// from is the snapshot after which every change is recorded: a file
 	// of changes can be written over a base taken at or after it.
 	from uint64
@@ -108,26 +122,134 @@ type changeLog struct {
 }
 
 // Sizes of a changeLog's chunks: the first is small (most (state, key
-// group) logs of a short interval are), each next one twice the last.
+// group) logs of a short interval are), each next one twice the last, up
+// to maxChunk. A chunk's size class is log2(size/minChunk).
 const (
-	minChunk = 256
-	maxChunk = 64 << 10
+	minChunk        = 256
+	maxChunk        = 64 << 10
+	numChunkClasses = 9 // minChunk << (numChunkClasses-1) == maxChunk
 )
 
-// add appends one change and returns its size.
-func (l *changeLog) add(op byte, key, ns, uk, value []byte) int {
+// add appends one change to l and returns its size; t gives the chunks.
+func (l *changeLog) add(t *Tracker, op byte, key, ns, uk, value []byte) int {
 	need := 1 + uvarintLen(len(key)) + len(key) + uvarintLen(len(ns)) + len(ns) +
 		uvarintLen(len(uk)) + len(uk) + uvarintLen(len(value)) + len(value)
-	if n := len(l.chunks); n == 0 || len(l.chunks[n-1])+need > cap(l.chunks[n-1]) {
-		size := minChunk
+	n := len(l.chunks)
+	if n == 0 || len(l.chunks[n-1])+need > cap(l.chunks[n-1]) {
+		class := 0
 		if n > 0 {
-			size = min(2*cap(l.chunks[n-1]), maxChunk)
+			class = min(chunkClass(cap(l.chunks[n-1]))+1, numChunkClasses-1)
 		}
-		l.chunks = append(l.chunks, make([]byte, 0, max(size, need)))
+		l.chunks = append(l.chunks, t.chunk(class, need))
+		n++
 	}
-	c := &l.chunks[len(l.chunks)-1]
-	*c = appendChange(*c, op, key, ns, uk, value)
+	c := l.chunks[n-1]
+	off := len(c)
+	c = c[:off+need]
+	b := c[off:]
+	b[0] = op
+	i := 1 + putField(b[1:], key)
+	i += putField(b[i:], ns)
+	i += putField(b[i:], uk)
+	putField(b[i:], value)
+	l.chunks[n-1] = c
 	return need
+}
+
+// putField writes f with its uvarint length at the head of b, which has
+// room, and returns the bytes written.
+func putField(b, f []byte) int {
+	var w int
+	if len(f) < 0x80 {
+		b[0], w = byte(len(f)), 1
+	} else {
+		w = binary.PutUvarint(b, uint64(len(f)))
+	}
+	return w + copy(b[w:], f)
+}
+
+// chunkClass returns the size class of a chunk of capacity c: the class
+// whose size is the largest power-of-two multiple of minChunk within c.
+func chunkClass(c int) int {
+	class := 0
+	for class < numChunkClasses-1 && minChunk<<(class+1) <= c {
+		class++
+	}
+	return class
+}
+
+// chunk returns an empty chunk of size class class, with room for at
+// least need bytes: a recycled one if there is one.
+func (t *Tracker) chunk(class, need int) []byte {
+	size := minChunk << class
+	if need > size {
+		return make([]byte, 0, need) // a change larger than any chunk: its own
+	}
+	t.mu.Lock()
+	if f := t.free[class]; len(f) > 0 {
+		c := f[len(f)-1]
+		f[len(f)-1] = nil
+		t.free[class] = f[:len(f)-1]
+		t.freeBytes -= int64(cap(c))
+		t.mu.Unlock()
+		return c
+	}
+	t.mu.Unlock()
+	return make([]byte, 0, size)
+}
+
+// recycle keeps the chunks of logs, which no one holds any more, for the
+// next changes, as long as they and the changes held fit in maxMem. t.mu
+// is held.
+func (t *Tracker) recycle(logs map[string][]changeLog) {
+	for _, ls := range logs {
+		for i := range ls {
+			for j, c := range ls[i].chunks {
+				ls[i].chunks[j] = nil
+				if cp := cap(c); cp <= maxChunk && cp == minChunk<<chunkClass(cp) && t.freeBytes+int64(cp)+t.segSize.Load() <= t.maxMem {
+					class := chunkClass(cp)
+					t.free[class] = append(t.free[class], c[:0])
+					t.freeBytes += int64(cp)
+				}
+			}
+			ls[i].chunks = ls[i].chunks[:0]
+		}
+		if len(t.freeLogs) < maxFreeLogs {
+			t.freeLogs = append(t.freeLogs, ls)
+		}
+	}
+}
+
+// maxFreeLogs bounds Tracker.freeLogs: enough for the states of the
+// intervals a few checkpoints in flight span.
+const maxFreeLogs = 256
+
+// logTable returns an empty table of a state's logs, one per key group:
+// a recycled one if there is one.
+func (t *Tracker) logTable() []changeLog {
+	n := t.cfg.KeyGroups.Len()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.freeLogs) > 0 {
+		ls := t.freeLogs[len(t.freeLogs)-1]
+		t.freeLogs[len(t.freeLogs)-1] = nil
+		t.freeLogs = t.freeLogs[:len(t.freeLogs)-1]
+		if len(ls) == n {
+			return ls
+		}
+	}
+	return make([]changeLog, n)
+}
+
+// unref drops one holder of each of segs, recycling the segments that
+// have none left. t.mu is held.
+func (t *Tracker) unref(segs []*segment) {
+	for _, s := range segs {
+		if s.refs--; s.refs == 0 {
+			t.recycle(s.logs)
+			s.logs = nil
+		}
+	}
 }
 
 // segment is the changes made between two snapshots.
@@ -135,6 +257,10 @@ type segment struct {
 	seq  uint64 // the snapshot the segment ends at
 	logs map[string][]changeLog
 	size int64
+	// refs counts the segment's holders: the tracker while the segment is
+	// in its segs, and each TrackedSnapshot holding it until released.
+	// The last to let go recycles its chunks. Guarded by Tracker.mu.
+	refs int
 }
 
 type writtenChain struct {
@@ -217,9 +343,11 @@ func (t *Tracker) Restore(src runtime.View) error {
 		}
 	}
 	t.mu.Lock()
+	t.unref(t.segs)
 	t.base, t.baseSeq, t.segs = nil, 0, nil
 	t.segSize.Store(0)
 	t.from = t.seq + 1
+	t.recycle(t.cur)
 	t.mu.Unlock()
 	t.cur, t.curSize = make(map[string][]changeLog), 0
 	t.gen++
@@ -236,13 +364,16 @@ func (t *Tracker) Snapshot() (runtime.Snapshot, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
-	seg := segment{seq: t.seq, logs: t.cur, size: t.curSize}
+	seg := &segment{seq: t.seq, logs: t.cur, size: t.curSize}
 	if t.recording {
+		seg.refs++
 		t.segs = append(t.segs, seg)
 		t.segSize.Add(seg.size)
 	} else {
 		// Changes were dropped before this snapshot: none can be written
 		// over a base taken before it.
+		t.recycle(seg.logs)
+		t.unref(t.segs)
 		t.segs, t.from = nil, t.seq
 		t.segSize.Store(0)
 	}
@@ -260,7 +391,10 @@ func (t *Tracker) Snapshot() (runtime.Snapshot, error) {
 		// Changes that outweigh the full file are better written in full.
 		if deltas+size <= t.base[0].File.Size {
 			ts.base = t.base
-			ts.segs = append([]segment(nil), t.segs...)
+			ts.segs = append([]*segment(nil), t.segs...)
+			for _, s := range ts.segs {
+				s.refs++
+			}
 		}
 	}
 	return ts, nil
@@ -291,7 +425,8 @@ func (t *Tracker) Completed(ckpt string) {
 	for _, s := range t.segs[:i] {
 		t.segSize.Add(-s.size)
 	}
-	t.segs = append([]segment(nil), t.segs[i:]...)
+	t.unref(t.segs[:i])
+	t.segs = append([]*segment(nil), t.segs[i:]...)
 }
 
 // Base returns the chain that the next checkpoint's changes would apply
@@ -318,12 +453,12 @@ func (t *Tracker) record(c *trackedCore, op byte, k runtime.Key, ns, uk, value [
 	if c.gen != t.gen || c.logs == nil {
 		logs := t.cur[c.name]
 		if logs == nil {
-			logs = make([]changeLog, t.cfg.KeyGroups.Len())
+			logs = t.logTable()
 			t.cur[c.name] = logs
 		}
 		c.logs, c.gen = logs, t.gen
 	}
-	t.curSize += int64(c.logs[k.Group()-t.cfg.KeyGroups.Start].add(op, k.Bytes(), ns, uk, value))
+	t.curSize += int64(c.logs[k.Group()-t.cfg.KeyGroups.Start].add(t, op, k.Bytes(), ns, uk, value))
 	if t.curSize+t.segSize.Load() > t.maxMem {
 		t.overflow()
 	}
@@ -331,12 +466,14 @@ func (t *Tracker) record(c *trackedCore, op byte, k runtime.Key, ns, uk, value [
 
 // overflow drops every change kept: the next snapshot is written in full.
 func (t *Tracker) overflow() {
-	t.cur, t.curSize, t.recording = make(map[string][]changeLog), 0, false
-	t.gen++
 	t.mu.Lock()
+	t.recycle(t.cur)
+	t.unref(t.segs)
 	t.segs = nil
 	t.segSize.Store(0)
 	t.mu.Unlock()
+	t.cur, t.curSize, t.recording = make(map[string][]changeLog), 0, false
+	t.gen++
 }
 
 // appendChange appends one change: the operation, then key, namespace,
@@ -370,19 +507,38 @@ type TrackedSnapshot struct {
 	t    *Tracker
 	seq  uint64
 	base []FileRef
-	segs []segment
-	own  bool // a savepoint's (SelfContained)
+	segs []*segment // held until Release (see segment.refs)
+	own  bool       // a savepoint's (SelfContained)
 }
 
 // Full makes the snapshot be written in full, whatever its changes: a
 // materialization, which starts a new chain once it completes.
-func (s *TrackedSnapshot) Full() { s.base, s.segs = nil, nil }
+func (s *TrackedSnapshot) Full() { s.base = nil; s.drop() }
 
 // SelfContained makes the snapshot a savepoint's: it is written in full,
 // references nothing, and never becomes the base of a chain — a savepoint
 // belongs to the user, who may delete it at any time. Call it before the
 // snapshot is written.
-func (s *TrackedSnapshot) SelfContained() { s.base, s.segs, s.own = nil, nil, true }
+func (s *TrackedSnapshot) SelfContained() { s.base, s.own = nil, true; s.drop() }
+
+// Release implements runtime.Snapshot: it releases the backend's snapshot
+// and lets go of the changes the snapshot holds. Releasing twice is the
+// backend's to judge; the changes are let go of once.
+func (s *TrackedSnapshot) Release() error {
+	s.drop()
+	return s.Snapshot.Release()
+}
+
+// drop lets go of the snapshot's changes.
+func (s *TrackedSnapshot) drop() {
+	if s.segs == nil {
+		return
+	}
+	s.t.mu.Lock()
+	s.t.unref(s.segs)
+	s.t.mu.Unlock()
+	s.segs = nil
+}
 
 // Tracker returns the tracker that took the snapshot.
 func (s *TrackedSnapshot) Tracker() *Tracker { return s.t }
