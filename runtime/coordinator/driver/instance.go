@@ -57,6 +57,15 @@ type InstanceOptions struct {
 	Mailbox int
 	// Writer tunes the data files; nil means the defaults.
 	Writer *checkpoint.WriterOptions
+	// LocalCopy, if not nil, keeps a copy of the instance's data files on
+	// a storage of its own (a Dir on the instance's disk): every
+	// checkpoint's file is written there too (savepoints' are not), and
+	// on each completion the copy keeps that checkpoint's files, its chain
+	// included, and drops the rest. Restore through
+	// LocalCopy.Storage(remote) to read them there (local recovery: see
+	// checkpoint.LocalCopy). A failed local write never fails a
+	// checkpoint; LocalCopy.Stats counts it.
+	LocalCopy *checkpoint.LocalCopy
 	// MeterProvider receives the store's metrics (see metrics.Store: the
 	// entries and bytes of each state at the latest checkpoint, live
 	// snapshots, and an LSM backend's engine statistics), read in a
@@ -120,7 +129,8 @@ type Instance struct {
 	store     runtime.Store
 	ops       *runtime.OperatorStates // the store's operator lists
 	writer    *checkpoint.WriterOptions
-	metrics   *metrics.Store // nil without a MeterProvider
+	local     *checkpoint.LocalCopy // nil without local recovery
+	metrics   *metrics.Store        // nil without a MeterProvider
 
 	triggers chan Trigger
 	notes    chan Notification
@@ -262,6 +272,7 @@ func newInstance(opts InstanceOptions, up Upstream, clock Clock, ioTimeout time.
 		store:     opts.Store,
 		ops:       runtime.OperatorStatesOf(opts.Store),
 		writer:    opts.Writer,
+		local:     opts.LocalCopy,
 		metrics:   sm,
 		triggers:  make(chan Trigger, size),
 		notes:     make(chan Notification, size),
@@ -346,7 +357,11 @@ func (in *Instance) snapshot(t Trigger, operatorState []byte, finished bool) err
 	} else {
 		a.snap = in.metrics.Measure(snap)
 	}
-	a.async = checkpoint.WriteAsync(in.ctx, a.snap, syncPhase, t.Storage, t.Checkpoint, in.object, in.writer)
+	storage := t.Storage
+	if in.local != nil && !t.Options.Savepoint {
+		storage = in.local.Storage(storage)
+	}
+	a.async = checkpoint.WriteAsync(in.ctx, a.snap, syncPhase, storage, t.Checkpoint, in.object, in.writer)
 	if a.aborted {
 		a.async.Cancel()
 	}
@@ -574,6 +589,19 @@ func (m member) NotifyComplete(c Completion) {
 	if tr, ok := in.store.(*checkpoint.Tracker); ok && !c.Savepoint {
 		// The checkpoint's chain is the base of the next ones.
 		tr.Completed(name)
+	}
+	if a, ok := in.attempts[c.ID]; ok && in.local != nil && !c.Savepoint && a.async != nil {
+		// The write is over: the coordinator had its acknowledgement.
+		if res, err := a.async.Wait(); err == nil {
+			in.wg.Add(1)
+			go func() {
+				defer in.wg.Done()
+				ctx, cancel := context.WithTimeout(in.ctx, in.ioTimeout)
+				defer cancel()
+				// A copy not trimmed now is trimmed at the next completion.
+				_ = in.local.Retain(ctx, name, res.Snapshot)
+			}()
+		}
 	}
 	if c.Savepoint {
 		delete(in.attempts, c.ID)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -374,4 +375,139 @@ func TestIncrementalCheckpointsThroughTheDriver(t *testing.T) {
 	if removed, err := checkpoint.Cleanup(context.Background(), s, nil); err != nil || len(removed) != 0 {
 		t.Errorf("Cleanup = %q, %v: retention left debris or a referenced file looks like it", removed, err)
 	}
+}
+
+// TestLocalRecoveryThroughTheDriver: instances with a LocalCopy keep their
+// files on their own storage as checkpoints complete — at the end, exactly
+// the files of the last checkpoint's chain — and restore at the same
+// parallelism reads every data file from there, with the same contents as
+// a restore from the remote storage; at another parallelism each instance
+// reads the files of the old instance whose copy it has locally, and the
+// others' from the remote storage.
+func TestLocalRecoveryThroughTheDriver(t *testing.T) {
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Retained: 2})
+	tracked := func(cfg runtime.StoreConfig) (runtime.Store, error) {
+		inner, err := modelStore(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return checkpoint.Track(inner, &checkpoint.TrackOptions{MaxChainLength: 3})
+	}
+	locals := make([]*checkpoint.LocalCopy, 2)
+	var ops []*operator
+	for i := range locals {
+		var err error
+		if locals[i], err = checkpoint.NewLocalCopy(checkpoint.NewMem()); err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, newOperatorOn(t, tracked, c, i, 2, InstanceOptions{LocalCopy: locals[i]}))
+		ops[i].write(300)
+	}
+	var id coordinator.CheckpointID
+	for range 5 {
+		id = completeOne(t, c, clock, ops)
+		for _, o := range ops {
+			if n := o.nextNote(); n.ID != id || n.Err != nil {
+				t.Fatalf("notification %+v, want checkpoint %d completed", n, id)
+			}
+		}
+	}
+	m, err := checkpoint.ReadMetadata(context.Background(), s, checkpoint.CheckpointName(uint64(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, l := range locals {
+		in := m.Operators[0].Instances[i]
+		want := []string{checkpoint.CheckpointName(uint64(id)) + "/" + in.File.Name}
+		for _, ref := range in.Base {
+			want = append(want, ref.Checkpoint+"/"+ref.File.Name)
+		}
+		slices.Sort(want)
+		// Retain runs after the notification, on a goroutine of its own.
+		var got []string
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			got = localFiles(t, l.Local())
+			if slices.Equal(got, want) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("instance %d's local copy holds %q, want the chain of checkpoint %d: %q", i, got, id, want)
+		}
+	}
+
+	wantContents, _ := wantAt(t, id, ops)
+	for _, q := range []int{2, 3} {
+		var parts []storetest.Contents
+		plan, err := PlanRestore(ctx, s, checkpoint.CheckpointName(uint64(id)), "counter", q, maxP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range q {
+			l := locals[min(i, 1)]
+			before := l.Stats()
+			r, err := PlanRestore(ctx, l.Storage(s), checkpoint.CheckpointName(uint64(id)), "counter", q, maxP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := newOperator(t, nil, i, q, InstanceOptions{})
+			if _, err := r.Restore(ctx, i, o.store, nil); err != nil {
+				t.Fatalf("restore of instance %d of %d through its local copy: %v", i, q, err)
+			}
+			parts = append(parts, o.contents())
+			after := l.Stats()
+			hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+			// The files of the old instance whose copy this is are local,
+			// the others' remote.
+			local, remote := 0, 0
+			for _, rd := range plan.Instances[i].Reads {
+				files := 1 + len(m.Operators[0].Instances[rd.Instance].Base)
+				if rd.Instance == min(i, 1) {
+					local += files
+				} else {
+					remote += files
+				}
+			}
+			if hits != int64(local) || misses != int64(remote) {
+				t.Errorf("instance %d of %d: %d local hits and %d misses, want %d and %d", i, q, hits, misses, local, remote)
+			}
+			if q == 3 && i == 1 && remote == 0 {
+				t.Errorf("instance 1 of 3 reads no file of old instance 0")
+			}
+			if after.Rejected != 0 {
+				t.Errorf("instance %d of %d: %d local copies rejected", i, q, after.Rejected)
+			}
+		}
+		if diff := cmp.Diff(wantContents, storetest.Merge(parts...)); diff != "" {
+			t.Errorf("restored through the local copies at parallelism %d (-want +got):\n%s", q, diff)
+		}
+	}
+}
+
+// localFiles lists the data files of a local copy as checkpoint/name.
+func localFiles(t *testing.T, s checkpoint.Storage) []string {
+	t.Helper()
+	ctx := context.Background()
+	all, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range all {
+		objs, err := s.Objects(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if !strings.HasSuffix(o.Name, ".local-sum") {
+				out = append(out, c+"/"+o.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
