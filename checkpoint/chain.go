@@ -12,9 +12,12 @@ import (
 // changes leave of each (key, namespace) they touch — whether its content
 // in the full file is gone, and what it holds now. The second reads the
 // full file's section and passes its entries through the overlay (an
-// entry the changes removed or replaced is skipped, a list the changes
-// appended to gets its new elements right after its old ones), then
-// passes what the overlay holds that the full file did not. Memory is
+// entry the changes removed is skipped, one they replaced is passed with
+// its new value in its place, a list the changes appended to gets its new
+// elements right after its old ones), then passes what the overlay holds
+// that the full file did not. A full file in key order (a sorted store's)
+// thus stays in key order but for the entries the changes added, which a
+// sorted store's bulk load depends on. Memory is
 // what the changes hold, never the full file's entries; the full file is
 // read once, as a restore from a full checkpoint reads it.
 //
@@ -59,9 +62,11 @@ type overlayEntry struct {
 	elems   []span // a list's elements, after the full file's unless cleared
 	// A map's entries the changes touched: user key -> index in
 	// overlay.users, in the order first touched.
-	users   map[string]int32
-	uorder  []string
-	emitted bool // a list's elements were passed with the full file's
+	users  map[string]int32
+	uorder []string
+	// emitted: a Value's new value, or a list's new elements, were passed
+	// where the full file had its old ones.
+	emitted bool
 }
 
 // userEntry is what the changes leave of a map entry: its value, or its
@@ -69,6 +74,7 @@ type overlayEntry struct {
 type userEntry struct {
 	value   span
 	deleted bool
+	emitted bool // passed where the full file had the entry
 }
 
 // ident appends the overlay's identity of (key, namespace) to dst.
@@ -209,12 +215,31 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 		if touched {
 			e := &o.ents[i]
 			switch {
+			case o.kind == runtime.KindValue:
+				if e.has && !e.emitted {
+					// Replaced: the new value in the old one's place.
+					e.emitted = true
+					en.Value = o.bytes(e.value)
+					return emit(en)
+				}
+				if e.cleared {
+					return nil
+				}
+			case o.kind.HasUserKey():
+				if j, ok := e.users[string(en.UserKey)]; ok {
+					u := &o.users[j]
+					if u.deleted || u.emitted {
+						return nil
+					}
+					u.emitted = true
+					en.Value = o.bytes(u.value)
+					return emit(en)
+				}
+				if e.cleared {
+					return nil
+				}
 			case e.cleared:
 				return nil
-			case o.kind.HasUserKey():
-				if _, ok := e.users[string(en.UserKey)]; ok {
-					return nil // removed, or passed with its new value below
-				}
 			case o.kind == runtime.KindList:
 				open = int(i)
 			}
@@ -235,7 +260,7 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 		key, ns := o.bytes(e.key), o.bytes(e.ns)
 		switch o.kind {
 		case runtime.KindValue:
-			if e.has {
+			if e.has && !e.emitted {
 				err = emit(runtime.Entry{Key: key, Namespace: ns, Value: o.bytes(e.value)})
 			}
 		case runtime.KindList:
@@ -248,7 +273,7 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 			}
 		default:
 			for _, uk := range e.uorder {
-				if u := o.users[e.users[uk]]; !u.deleted {
+				if u := o.users[e.users[uk]]; !u.deleted && !u.emitted {
 					if err = emit(runtime.Entry{Key: key, Namespace: ns, UserKey: []byte(uk), Value: o.bytes(u.value)}); err != nil {
 						break
 					}
