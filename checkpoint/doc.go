@@ -190,9 +190,13 @@
 // in the order made: a changelog, in the spirit of Flink's FLIP-158, at the
 // granularity of one entry (with uniform random updates every key group
 // changes every interval, so key-group granularity would write it all).
-// Recording is an append of the entry's bytes; the synchronous phase of a
-// snapshot hands the changes so far to the snapshot and starts new ones,
-// O(states), with no per-entry work. WriteInstance writes a Tracker's
+// Recording is an append of the entry's bytes to chunks that are never
+// copied; the synchronous phase of a snapshot hands the changes so far to
+// the snapshot and starts new ones, O(states), with no per-entry work.
+// The chunks of changes that no one holds any more — the tracker dropped
+// them when a later checkpoint completed, and every snapshot holding them
+// was released — are recorded into again, so a job in a steady state of
+// completing checkpoints records without allocating. WriteInstance writes a Tracker's
 // snapshot as a file of changes (File.Delta) when the tracker has a base —
 // the chain of the last checkpoint that Tracker.Completed reported — and
 // in full otherwise. A file of changes is an ordinary data file: the same
@@ -225,7 +229,9 @@
 // A restore reads a chain per (state, key group): the changes of that
 // section in every file of changes, in order, into an overlay of what
 // they leave of each (key, namespace) they touch, then the full file's
-// section through the overlay, then what the overlay adds; memory is in
+// section through the overlay — an entry replaced is passed, with its new
+// value, in its old place, so a full file in key order stays in key order
+// but for added entries — then what the overlay adds; memory is in
 // proportion to the changes, and the full file is read once. The files
 // of a chain are opened and checked against the metadata as any file is
 // — size, version, tag, key groups, states, entry count — so a file
@@ -241,6 +247,24 @@
 // deleted. What is referenced is decided from the metadata of the
 // committed checkpoints alone, so it holds after a restart, on any
 // Storage; Cleanup never removes a referenced file.
+//
+// # Local recovery
+//
+// A LocalCopy keeps a copy of the data files one instance writes on a
+// storage of its own — a Dir on the instance's disk — and a restore
+// through LocalCopy.Storage(remote) reads those files there instead of
+// downloading them: all of them when the instance's key groups did not
+// move, and otherwise the files of the old instance whose copy it has
+// (Flink's local recovery, which Flink offers only at the same
+// parallelism). The remote storage stays the truth: the metadata is read
+// from it, a local write that fails (a full disk) costs the copy, never
+// the checkpoint, and a copy is used only when its bytes match the CRC-32C
+// recorded beside it and its size and header (with the write's random
+// tag) match the remote object's; anything else — damaged, truncated,
+// missing, or left from another job under the same names — is read
+// remotely, and a bad copy removed. LocalCopy.Retain keeps the files of
+// the last completed checkpoint's chain and drops the rest; the driver
+// calls it on every completion (driver.InstanceOptions.LocalCopy).
 //
 // # Storage and the commit protocol
 //
