@@ -46,6 +46,12 @@ type Config struct {
 	// store is behind a checkpoint.Tracker, so that a checkpoint writes
 	// the changes since the last completed one.
 	Incremental bool
+	// LocalRecovery keeps a local copy of each instance's checkpoint files
+	// (-local-recovery; checkpoint.LocalCopy, in the scratch directory
+	// that stands for the instances' own disks), and the restore reads
+	// each new instance's files there when it can, the rest from the
+	// checkpoint directory.
+	LocalRecovery bool
 	// PBefore and PAfter are the parallelism before the crash and after
 	// the restore (-p-before, -p-after).
 	PBefore, PAfter int
@@ -190,6 +196,10 @@ type Report struct {
 	RestoreDuration time.Duration
 	// RestoreBytes is the number of checkpoint bytes the restore read.
 	RestoreBytes int64
+	// LocalFiles and RemoteFiles count the data files the restore opened
+	// from the instances' local copies and from the checkpoint directory,
+	// with LocalRecovery.
+	LocalFiles, RemoteFiles int64
 	// Keys is the number of state entries compared: values, lists, map
 	// entries — (state, key, namespace, user key) tuples.
 	Keys int
@@ -332,6 +342,28 @@ type runner struct {
 	scratch  string
 	stream   Stream
 	stores   atomic.Int64 // numbers scratch directories
+	locals   map[int]*checkpoint.LocalCopy
+}
+
+// localCopy returns the local copy of instance i's files (LocalRecovery):
+// a directory of the scratch directory, which stands for its disk.
+func (r *runner) localCopy(i int) (*checkpoint.LocalCopy, error) {
+	if l := r.locals[i]; l != nil {
+		return l, nil
+	}
+	dir, err := checkpoint.NewDir(filepath.Join(r.scratch, "local", fmt.Sprint(i)))
+	if err != nil {
+		return nil, err
+	}
+	l, err := checkpoint.NewLocalCopy(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r.locals == nil {
+		r.locals = make(map[int]*checkpoint.LocalCopy)
+	}
+	r.locals[i] = l
+	return l, nil
 }
 
 // store makes an empty store for the key groups kgs.
@@ -444,9 +476,20 @@ func (r *runner) afterRestore(ctx context.Context, rep *Report) ([]runtime.Store
 					i, q, p.Entries, p.TotalEntries, p.BytesRead, p.Elapsed.Round(time.Millisecond))
 			}}
 		}
-		res, err := driver.RestoreLatest(ctx, r.storage, Operator, i, q, s, opts)
+		storage := r.storage
+		l := r.locals[i] // the copy of old instance i, on the disk new instance i runs on
+		var before checkpoint.LocalCopyStats
+		if l != nil {
+			storage, before = l.Storage(storage), l.Stats()
+		}
+		res, err := driver.RestoreLatest(ctx, storage, Operator, i, q, s, opts)
 		if err != nil {
 			return nil, err
+		}
+		if l != nil {
+			after := l.Stats()
+			rep.LocalFiles += after.Hits - before.Hits
+			rep.RemoteFiles += after.Misses - before.Misses + after.Rejected - before.Rejected
 		}
 		rep.Restored = res.Checkpoint
 		rep.RestoreBytes += res.Stats.BytesRead
@@ -636,7 +679,13 @@ func (r *runner) runJob(ctx context.Context, ops []*operator, ph *Phase, crash b
 	}
 	defer coord.Close(context.WithoutCancel(ctx))
 	for _, op := range ops {
-		if op.inst, err = coord.Join(driver.InstanceOptions{Operator: Operator, Index: op.index, Store: op.store}); err != nil {
+		opts := driver.InstanceOptions{Operator: Operator, Index: op.index, Store: op.store}
+		if r.cfg.LocalRecovery {
+			if opts.LocalCopy, err = r.localCopy(op.index); err != nil {
+				return err
+			}
+		}
+		if op.inst, err = coord.Join(opts); err != nil {
 			return err
 		}
 	}

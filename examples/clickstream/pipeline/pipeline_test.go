@@ -52,6 +52,42 @@ func TestRunRestoresExactlyOnceOnEveryBackend(t *testing.T) {
 	}
 }
 
+// TestRunWithLocalRecovery: with local copies, a restore at the same
+// parallelism reads every data file from the instances' own copies, one at
+// another parallelism some from the checkpoint directory, and both end in
+// the reference state — with incremental checkpoints too.
+func TestRunWithLocalRecovery(t *testing.T) {
+	for _, tc := range []struct {
+		before, after int
+		incremental   bool
+	}{{2, 2, false}, {2, 2, true}, {2, 3, true}} {
+		t.Run(fmt.Sprintf("p=%d-to-%d/incremental=%v", tc.before, tc.after, tc.incremental), func(t *testing.T) {
+			cfg := small(DefaultBackend, tc.before, tc.after, "")
+			cfg.LocalRecovery, cfg.Incremental = true, tc.incremental
+			rep, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Verified() {
+				t.Fatalf("final state differs from the reference: %d differences: %v", rep.DifferenceCount, rep.Differences)
+			}
+			switch {
+			case rep.LocalFiles == 0:
+				t.Errorf("no data file read from a local copy (%d remote)", rep.RemoteFiles)
+			case tc.before == tc.after && rep.RemoteFiles != 0:
+				t.Errorf("restore at the same parallelism read %d files remotely, want all %d local", rep.RemoteFiles, rep.LocalFiles)
+			case tc.before != tc.after && rep.RemoteFiles == 0:
+				t.Errorf("restore at a new parallelism read no file remotely, yet new instance 1 spans old instance 0's key groups")
+			}
+			var out strings.Builder
+			rep.Print(&out)
+			if !strings.Contains(out.String(), "local copies: ") {
+				t.Errorf("report lacks the local copies line:\n%s", out.String())
+			}
+		})
+	}
+}
+
 // TestCheckpointHoldsExactlyItsRecordedPositions reads the latest
 // checkpoint of a run offline, with the generated codecs, and compares its
 // user-stats and page-views states with a reference that processed, for

@@ -27,6 +27,10 @@ func (r *Report) Print(w io.Writer) {
 		r.Before.To, 100*c.CrashAt, r.Before.Parallelism)
 	fmt.Fprintf(w, "restore:      %s at p=%d -> p=%d in %v (%s read)\n",
 		r.Restored, r.Before.Parallelism, r.After.Parallelism, round(r.RestoreDuration), size(r.RestoreBytes))
+	if c.LocalRecovery {
+		fmt.Fprintf(w, "local copies: %d data files read from the instances' local copies, %d from the checkpoint directory\n",
+			r.LocalFiles, r.RemoteFiles)
+	}
 	fmt.Fprintf(w, "replay:       from offset %d: %d events already in the restored state skipped\n",
 		r.After.From, r.After.Skipped)
 	printPhase(w, "after restore:", r.After)
