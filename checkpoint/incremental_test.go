@@ -141,16 +141,10 @@ func trackedModel(t *testing.T, maxChain int) (*checkpoint.Tracker, map[string]r
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := checkpoint.Track(inner, &checkpoint.TrackOptions{MaxChainLength: maxChain})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
+	tr, list := checkpointtest.Track(t, inner, &checkpoint.TrackOptions{MaxChainLength: maxChain}, incSpecs...)
 	states := make(map[string]runtime.State)
-	for _, spec := range incSpecs {
-		if states[spec.Name], err = tr.Register(spec); err != nil {
-			t.Fatal(err)
-		}
+	for i, spec := range incSpecs {
+		states[spec.Name] = list[i]
 	}
 	return tr, states
 }
@@ -489,15 +483,8 @@ func TestIncrementalSavepoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := checkpoint.Track(inner, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	st, err := tr.Register(incSpecs[4])
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, list := checkpointtest.Track(t, inner, nil, incSpecs[4])
+	st := list[0]
 	v := st.(runtime.ValueState)
 	s := checkpoint.NewMem()
 	take := func(ckpt string, savepoint bool, puts int) checkpoint.InstanceSnapshot {
@@ -577,20 +564,10 @@ func TestChainKeepsKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := checkpoint.Track(inner, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	vst, err := tr.Register(runtime.StateSpec{Name: "v", Kind: runtime.KindValue, Fingerprint: "f"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mst, err := tr.Register(runtime.StateSpec{Name: "m", Kind: runtime.KindSortedMap, Fingerprint: "f"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, ms := vst.(runtime.ValueState), mst.(runtime.MapState)
+	tr, list := checkpointtest.Track(t, inner, nil,
+		runtime.StateSpec{Name: "v", Kind: runtime.KindValue, Fingerprint: "f"},
+		runtime.StateSpec{Name: "m", Kind: runtime.KindSortedMap, Fingerprint: "f"})
+	vs, ms := list[0].(runtime.ValueState), list[1].(runtime.MapState)
 	key := func(i int) runtime.Key { return runtime.MakeKey(fmt.Appendf(nil, "k%04d", i), nil, incMaxP) }
 	for i := range 2000 {
 		if err := vs.Put(key(i), []byte("old")); err != nil {

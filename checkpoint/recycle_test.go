@@ -59,16 +59,7 @@ func TestTrackerHeldSnapshotKeepsItsChanges(t *testing.T) {
 	if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: 2, Operators: []checkpoint.Operator{op}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := checkpoint.Open(ctx, s, ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := r.View(ctx, checkpointtest.OperatorID, runtime.KeyGroupRange{Start: 0, End: incMaxP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	if d := gocmp.Diff(want, canonical(dump(t, v)), cmpopts.EquateEmpty()); d != "" {
+	if d := gocmp.Diff(want, readBack(t, s, ckpt), cmpopts.EquateEmpty()); d != "" {
 		t.Fatalf("the snapshot held while the tracker recycled other changes reads back differently (-want +got):\n%s", d)
 	}
 }
@@ -85,16 +76,8 @@ func TestTrackerRecordsIntoRecycledMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := checkpoint.Track(inner, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	st, err := tr.Register(runtime.StateSpec{Name: "v", Kind: runtime.KindValue, Fingerprint: "f"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs := st.(runtime.ValueState)
+	tr, list := checkpointtest.Track(t, inner, nil, runtime.StateSpec{Name: "v", Kind: runtime.KindValue, Fingerprint: "f"})
+	vs := list[0].(runtime.ValueState)
 	keys := make([]runtime.Key, n)
 	for i := range keys {
 		keys[i] = runtime.MakeKey(binary.BigEndian.AppendUint64(nil, uint64(i)), nil, keyGroups)
@@ -131,4 +114,20 @@ func TestTrackerRecordsIntoRecycledMemory(t *testing.T) {
 	if is := checkpointtest.Checkpoint(t, s, tr, id); !is.File.Delta {
 		t.Errorf("checkpoint %d was written in full, want a file of changes", id)
 	}
+}
+
+// readBack reads checkpoint ckpt of s, all of its key groups, in the
+// canonical form of dump.
+func readBack(t *testing.T, s checkpoint.Storage, ckpt string) map[string]map[int][]rec {
+	t.Helper()
+	r, err := checkpoint.Open(ctx, s, ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.View(ctx, checkpointtest.OperatorID, runtime.FullRange(incMaxP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	return canonical(dump(t, v))
 }

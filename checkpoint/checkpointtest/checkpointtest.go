@@ -154,6 +154,25 @@ func RunTrackedChains(t *testing.T, factory storetest.Factory, opts ...storetest
 	}
 }
 
+// Track returns a Tracker over inner with opts, closed when tb's test
+// ends, and the states of specs registered through it, in order. It fails
+// tb on any error.
+func Track(tb testing.TB, inner runtime.Store, opts *checkpoint.TrackOptions, specs ...runtime.StateSpec) (*checkpoint.Tracker, []runtime.State) {
+	tb.Helper()
+	tr, err := checkpoint.Track(inner, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = tr.Close() })
+	states := make([]runtime.State, len(specs))
+	for i, spec := range specs {
+		if states[i], err = tr.Register(spec); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return tr, states
+}
+
 // Checkpoint snapshots tr, writes the snapshot as the one instance of
 // operator OperatorID of checkpoint id of s (CheckpointName(id)), commits
 // it, reports it completed to tr, and returns what it wrote. It fails tb

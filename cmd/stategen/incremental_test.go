@@ -29,15 +29,8 @@ func incrementalCheckpoints(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := checkpoint.Track(inner, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	st, err := tr.Register(runtime.StateSpec{Name: "count", Kind: runtime.KindValue, Fingerprint: "f"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, states := checkpointtest.Track(t, inner, nil, runtime.StateSpec{Name: "count", Kind: runtime.KindValue, Fingerprint: "f"})
+	st := states[0]
 	for i := 1; i <= 3; i++ {
 		n := 1000
 		if i > 1 {

@@ -307,13 +307,7 @@ func TestIncrementalCheckpointsThroughTheDriver(t *testing.T) {
 	s := checkpoint.NewMem()
 	clock := &fakeClock{now: t0}
 	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Retained: 2})
-	tracked := func(cfg runtime.StoreConfig) (runtime.Store, error) {
-		inner, err := modelStore(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return checkpoint.Track(inner, nil)
-	}
+	tracked := trackedModels(nil)
 	ops := []*operator{newOperatorOn(t, tracked, c, 0, 2, InstanceOptions{}), newOperatorOn(t, tracked, c, 1, 2, InstanceOptions{})}
 	for _, o := range ops {
 		o.write(300)
@@ -388,13 +382,7 @@ func TestLocalRecoveryThroughTheDriver(t *testing.T) {
 	s := checkpoint.NewMem()
 	clock := &fakeClock{now: t0}
 	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Retained: 2})
-	tracked := func(cfg runtime.StoreConfig) (runtime.Store, error) {
-		inner, err := modelStore(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return checkpoint.Track(inner, &checkpoint.TrackOptions{MaxChainLength: 3})
-	}
+	tracked := trackedModels(&checkpoint.TrackOptions{MaxChainLength: 3})
 	locals := make([]*checkpoint.LocalCopy, 2)
 	var ops []*operator
 	for i := range locals {
@@ -510,4 +498,15 @@ func localFiles(t *testing.T, s checkpoint.Storage) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// trackedModels makes model stores behind Trackers with opts.
+func trackedModels(opts *checkpoint.TrackOptions) storeMaker {
+	return func(cfg runtime.StoreConfig) (runtime.Store, error) {
+		inner, err := modelStore(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return checkpoint.Track(inner, opts)
+	}
 }
