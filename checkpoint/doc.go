@@ -186,18 +186,22 @@
 //
 // A Tracker wraps a store and records every change made through it — a
 // put, a removal, a cleared (key, namespace), an appended list element, a
-// key's every namespace deleted — as it is made, per state and key group,
-// in the order made: a changelog, in the spirit of Flink's FLIP-158, at the
-// granularity of one entry (with uniform random updates every key group
-// changes every interval, so key-group granularity would write it all).
-// Recording is an append of the entry's bytes to chunks that are never
-// copied; the synchronous phase of a snapshot hands the changes so far to
-// the snapshot and starts new ones, O(states), with no per-entry work.
-// The chunks of changes that no one holds any more — the tracker dropped
-// them when a later checkpoint completed, and every snapshot holding them
-// was released — are recorded into again, so a job in a steady state of
-// completing checkpoints records without allocating. WriteInstance writes a Tracker's
-// snapshot as a file of changes (File.Delta) when the tracker has a base —
+// key's every namespace deleted — as it is made, per state, in the order
+// made, each with its key group: a changelog, in the spirit of Flink's
+// FLIP-158, at the granularity of one entry (with uniform random updates
+// every key group changes every interval, so key-group granularity would
+// write it all). Recording is an append of the entry's bytes to one
+// sequential log per state, in chunks that are never copied (one log per
+// key group would be one stream of writes per key group, each write a
+// cache miss); the write phase finds each key group's changes through an
+// index it builds in one pass. The synchronous phase of a snapshot hands
+// the changes so far to the snapshot and starts new ones, O(states), with
+// no per-entry work. The chunks of changes that no one holds any more —
+// the tracker dropped them when a later checkpoint completed, and every
+// snapshot holding them was released — are recorded into again, so a job
+// in a steady state of completing checkpoints records without allocating.
+// WriteInstance writes a Tracker's snapshot as a file of changes
+// (File.Delta) when the tracker has a base —
 // the chain of the last checkpoint that Tracker.Completed reported — and
 // in full otherwise. A file of changes is an ordinary data file: the same
 // blocks, index, checksums and tag, whose entries are the changes since

@@ -73,9 +73,8 @@ type Tracker struct {
 	maxMem int64
 	states map[string]*trackedCore
 
-	// The changes since the snapshot last taken, by state and key group,
-	// and their size.
-	cur     map[string][]changeLog
+	// The changes since the snapshot last taken, by state, and their size.
+	cur     map[string]*changeLog
 	curSize int64
 	// recording is false from an overflow to the next snapshot.
 	recording bool
@@ -93,9 +92,6 @@ type Tracker struct {
 	// stays within maxMem.
 	free      [numChunkClasses][][]byte
 	freeBytes int64
-	// freeLogs are the emptied tables of a state's logs, one per key
-	// group, for the next interval's. Guarded by mu.
-	freeLogs [][]changeLog
 
 	mu sync.Mutex // guards what follows, which writers and Completed change
 	// seq counts the snapshots taken; segs are the changes between them,
@@ -114,25 +110,32 @@ type Tracker struct {
 	written map[string]writtenChain
 }
 
-// changeLog is the changes of one state in one key group: encoded
-// operations, in order (see appendChange), in chunks that are never
-// copied as the log grows — a change costs its bytes, once.
+// changeLog is the changes of one state: encoded operations, in the
+// order made, each with its key group (see add), in chunks that are never
+// copied as the log grows — a change costs its bytes, once. One log per
+// state, not per key group, is one sequential stream of writes, which the
+// CPU's prefetchers follow; a log per key group would be one stream per
+// key group, each write a cache miss. The write phase finds a key group's
+// changes through an index built once (logIndex).
 type changeLog struct {
 	chunks [][]byte
+	n      int // changes
 }
 
-// Sizes of a changeLog's chunks: the first is small (most (state, key
-// group) logs of a short interval are), each next one twice the last, up
-// to maxChunk. A chunk's size class is log2(size/minChunk).
+// Sizes of a changeLog's chunks: the first is small (most logs of a short
+// interval are), each next one twice the last, up to maxChunk. A chunk's
+// size class is log2(size/minChunk).
 const (
 	minChunk        = 256
 	maxChunk        = 64 << 10
 	numChunkClasses = 9 // minChunk << (numChunkClasses-1) == maxChunk
 )
 
-// add appends one change to l and returns its size; t gives the chunks.
-func (l *changeLog) add(t *Tracker, op byte, key, ns, uk, value []byte) int {
-	need := 1 + uvarintLen(len(key)) + len(key) + uvarintLen(len(ns)) + len(ns) +
+// add appends one change, in key group kg, to l and returns its size; t
+// gives the chunks. A change is its operation, its key group, and its
+// key, namespace, user key and value, each with its uvarint length.
+func (l *changeLog) add(t *Tracker, kg int, op byte, key, ns, uk, value []byte) int {
+	need := 1 + uvarintLen(kg) + uvarintLen(len(key)) + len(key) + uvarintLen(len(ns)) + len(ns) +
 		uvarintLen(len(uk)) + len(uk) + uvarintLen(len(value)) + len(value)
 	n := len(l.chunks)
 	if n == 0 || len(l.chunks[n-1])+need > cap(l.chunks[n-1]) {
@@ -148,23 +151,54 @@ func (l *changeLog) add(t *Tracker, op byte, key, ns, uk, value []byte) int {
 	c = c[:off+need]
 	b := c[off:]
 	b[0] = op
-	i := 1 + putField(b[1:], key)
+	i := 1
+	if kg < 0x80 {
+		b[1] = byte(kg)
+		i++
+	} else {
+		i += binary.PutUvarint(b[1:], uint64(kg))
+	}
+	i += putField(b[i:], key)
 	i += putField(b[i:], ns)
 	i += putField(b[i:], uk)
 	putField(b[i:], value)
 	l.chunks[n-1] = c
+	l.n++
 	return need
+}
+
+// nextLogged decodes the change at the head of b, which add wrote.
+func nextLogged(b []byte) (kg int, op byte, key, ns, uk, value, rest []byte) {
+	op = b[0]
+	k, w := binary.Uvarint(b[1:])
+	key, ns, uk, value, rest = changeFields(b[1+w:])
+	return int(k), op, key, ns, uk, value, rest
+}
+
+// loggedKeyGroup returns the key group of the change at the head of b,
+// and the changes after it.
+func loggedKeyGroup(b []byte) (kg int, rest []byte) {
+	k, w := binary.Uvarint(b[1:])
+	b = b[1+w:]
+	for range 4 {
+		n, w := binary.Uvarint(b)
+		b = b[w+int(n):]
+	}
+	return int(k), b
 }
 
 // putField writes f with its uvarint length at the head of b, which has
 // room, and returns the bytes written.
 func putField(b, f []byte) int {
-	var w int
-	if len(f) < 0x80 {
-		b[0], w = byte(len(f)), 1
-	} else {
-		w = binary.PutUvarint(b, uint64(len(f)))
+	switch {
+	case len(f) == 0:
+		b[0] = 0
+		return 1
+	case len(f) < 0x80:
+		b[0] = byte(len(f))
+		return 1 + copy(b[1:], f)
 	}
+	w := binary.PutUvarint(b, uint64(len(f)))
 	return w + copy(b[w:], f)
 }
 
@@ -201,44 +235,18 @@ func (t *Tracker) chunk(class, need int) []byte {
 // recycle keeps the chunks of logs, which no one holds any more, for the
 // next changes, as long as they and the changes held fit in maxMem. t.mu
 // is held.
-func (t *Tracker) recycle(logs map[string][]changeLog) {
-	for _, ls := range logs {
-		for i := range ls {
-			for j, c := range ls[i].chunks {
-				ls[i].chunks[j] = nil
-				if cp := cap(c); cp <= maxChunk && cp == minChunk<<chunkClass(cp) && t.freeBytes+int64(cp)+t.segSize.Load() <= t.maxMem {
-					class := chunkClass(cp)
-					t.free[class] = append(t.free[class], c[:0])
-					t.freeBytes += int64(cp)
-				}
+func (t *Tracker) recycle(logs map[string]*changeLog) {
+	for _, l := range logs {
+		for j, c := range l.chunks {
+			l.chunks[j] = nil
+			if cp := cap(c); cp <= maxChunk && cp == minChunk<<chunkClass(cp) && t.freeBytes+int64(cp)+t.segSize.Load() <= t.maxMem {
+				class := chunkClass(cp)
+				t.free[class] = append(t.free[class], c[:0])
+				t.freeBytes += int64(cp)
 			}
-			ls[i].chunks = ls[i].chunks[:0]
 		}
-		if len(t.freeLogs) < maxFreeLogs {
-			t.freeLogs = append(t.freeLogs, ls)
-		}
+		l.chunks = nil
 	}
-}
-
-// maxFreeLogs bounds Tracker.freeLogs: enough for the states of the
-// intervals a few checkpoints in flight span.
-const maxFreeLogs = 256
-
-// logTable returns an empty table of a state's logs, one per key group:
-// a recycled one if there is one.
-func (t *Tracker) logTable() []changeLog {
-	n := t.cfg.KeyGroups.Len()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for len(t.freeLogs) > 0 {
-		ls := t.freeLogs[len(t.freeLogs)-1]
-		t.freeLogs[len(t.freeLogs)-1] = nil
-		t.freeLogs = t.freeLogs[:len(t.freeLogs)-1]
-		if len(ls) == n {
-			return ls
-		}
-	}
-	return make([]changeLog, n)
 }
 
 // unref drops one holder of each of segs, recycling the segments that
@@ -255,7 +263,7 @@ func (t *Tracker) unref(segs []*segment) {
 // segment is the changes made between two snapshots.
 type segment struct {
 	seq  uint64 // the snapshot the segment ends at
-	logs map[string][]changeLog
+	logs map[string]*changeLog
 	size int64
 	// refs counts the segment's holders: the tracker while the segment is
 	// in its segs, and each TrackedSnapshot holding it until released.
@@ -295,7 +303,7 @@ func Track(s runtime.Store, opts *TrackOptions) (*Tracker, error) {
 		maxLen:    o.MaxChainLength,
 		maxMem:    o.MaxChangeBytes,
 		states:    make(map[string]*trackedCore),
-		cur:       make(map[string][]changeLog),
+		cur:       make(map[string]*changeLog),
 		recording: true,
 		written:   make(map[string]writtenChain),
 	}, nil
@@ -349,7 +357,7 @@ func (t *Tracker) Restore(src runtime.View) error {
 	t.from = t.seq + 1
 	t.recycle(t.cur)
 	t.mu.Unlock()
-	t.cur, t.curSize = make(map[string][]changeLog), 0
+	t.cur, t.curSize = make(map[string]*changeLog), 0
 	t.gen++
 	return err
 }
@@ -377,7 +385,7 @@ func (t *Tracker) Snapshot() (runtime.Snapshot, error) {
 		t.segs, t.from = nil, t.seq
 		t.segSize.Store(0)
 	}
-	t.cur, t.curSize, t.recording = make(map[string][]changeLog), 0, true
+	t.cur, t.curSize, t.recording = make(map[string]*changeLog), 0, true
 	t.gen++
 	ts := &TrackedSnapshot{Snapshot: inner, t: t, seq: t.seq}
 	if t.base != nil && t.baseSeq >= t.from && len(t.base) < t.maxLen {
@@ -445,20 +453,20 @@ func (t *Tracker) recordWritten(ckpt string, seq uint64, chain []FileRef) {
 	t.written[ckpt] = writtenChain{seq: seq, chain: chain}
 }
 
-// record appends one change of state c to k's key, in its key group.
+// record appends one change of state c to k's key.
 func (t *Tracker) record(c *trackedCore, op byte, k runtime.Key, ns, uk, value []byte) {
 	if !t.recording {
 		return
 	}
-	if c.gen != t.gen || c.logs == nil {
-		logs := t.cur[c.name]
-		if logs == nil {
-			logs = t.logTable()
-			t.cur[c.name] = logs
+	if c.gen != t.gen || c.log == nil {
+		l := t.cur[c.name]
+		if l == nil {
+			l = new(changeLog)
+			t.cur[c.name] = l
 		}
-		c.logs, c.gen = logs, t.gen
+		c.log, c.gen = l, t.gen
 	}
-	t.curSize += int64(c.logs[k.Group()-t.cfg.KeyGroups.Start].add(t, op, k.Bytes(), ns, uk, value))
+	t.curSize += int64(c.log.add(t, k.Group(), op, k.Bytes(), ns, uk, value))
 	if t.curSize+t.segSize.Load() > t.maxMem {
 		t.overflow()
 	}
@@ -472,7 +480,7 @@ func (t *Tracker) overflow() {
 	t.segs = nil
 	t.segSize.Store(0)
 	t.mu.Unlock()
-	t.cur, t.curSize, t.recording = make(map[string][]changeLog), 0, false
+	t.cur, t.curSize, t.recording = make(map[string]*changeLog), 0, false
 	t.gen++
 }
 
@@ -486,9 +494,16 @@ func appendChange(dst []byte, op byte, key, ns, uk, value []byte) []byte {
 	return appendBytes(dst, value)
 }
 
-// nextChange decodes the change at the head of b, which the tracker wrote.
+// nextChange decodes the change at the head of b, which appendChange
+// wrote.
 func nextChange(b []byte) (op byte, key, ns, uk, value, rest []byte) {
-	op, b = b[0], b[1:]
+	key, ns, uk, value, rest = changeFields(b[1:])
+	return b[0], key, ns, uk, value, rest
+}
+
+// changeFields decodes the key, namespace, user key and value at the head
+// of b, each with its uvarint length.
+func changeFields(b []byte) (key, ns, uk, value, rest []byte) {
 	field := func() []byte {
 		n, w := binary.Uvarint(b)
 		f := b[w : w+int(n) : w+int(n)]
@@ -496,7 +511,7 @@ func nextChange(b []byte) (op byte, key, ns, uk, value, rest []byte) {
 		return f
 	}
 	key, ns, uk, value = field(), field(), field(), field()
-	return op, key, ns, uk, value, b
+	return key, ns, uk, value, b
 }
 
 // TrackedSnapshot is the snapshot of a Tracker: the backend's snapshot, and
@@ -509,6 +524,70 @@ type TrackedSnapshot struct {
 	base []FileRef
 	segs []*segment // held until Release (see segment.refs)
 	own  bool       // a savepoint's (SelfContained)
+
+	idxMu sync.Mutex
+	idx   map[string]*logIndex // by state, built by the first Scan of each
+}
+
+// logIndex finds the changes of one state in one key group, in the order
+// made, in the logs of a snapshot's segments: built by one pass over the
+// logs, in the write phase, it costs 8 bytes a change, and lets the writer
+// read key group after key group without passing over the others.
+type logIndex struct {
+	chunks [][]byte // the chunks of the state's logs, segment after segment
+	start  []int    // key group kg's changes are pos[start[i]:start[i+1]], i = kg - first key group
+	pos    []uint64 // chunk index << 32 | offset in the chunk
+}
+
+// index returns the index of state's changes, nil if it has none.
+func (s *TrackedSnapshot) index(state string) (*logIndex, error) {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if x, ok := s.idx[state]; ok {
+		return x, nil
+	}
+	kgs := s.KeyGroups()
+	x := &logIndex{start: make([]int, kgs.Len()+1)}
+	counts := x.start[1:]
+	for _, seg := range s.segs {
+		if l := seg.logs[state]; l != nil {
+			x.chunks = append(x.chunks, l.chunks...)
+		}
+	}
+	for _, b := range x.chunks {
+		for len(b) > 0 {
+			var kg int
+			kg, b = loggedKeyGroup(b)
+			if !kgs.Contains(kg) {
+				return nil, fmt.Errorf("checkpoint: a tracked change of state %q is in key group %d, outside %v", state, kg, kgs)
+			}
+			counts[kg-kgs.Start]++
+		}
+	}
+	for i := 1; i < len(x.start); i++ {
+		x.start[i] += x.start[i-1]
+	}
+	if x.start[len(x.start)-1] == 0 {
+		x = nil
+	} else {
+		x.pos = make([]uint64, x.start[len(x.start)-1])
+		next := append([]int(nil), x.start[:len(x.start)-1]...)
+		for ci, c := range x.chunks {
+			for b := c; len(b) > 0; {
+				off := len(c) - len(b)
+				var kg int
+				kg, b = loggedKeyGroup(b)
+				i := kg - kgs.Start
+				x.pos[next[i]] = uint64(ci)<<32 | uint64(off)
+				next[i]++
+			}
+		}
+	}
+	if s.idx == nil {
+		s.idx = make(map[string]*logIndex)
+	}
+	s.idx[state] = x
+	return x, nil
 }
 
 // Full makes the snapshot be written in full, whatever its changes: a
@@ -534,6 +613,9 @@ func (s *TrackedSnapshot) drop() {
 	if s.segs == nil {
 		return
 	}
+	s.idxMu.Lock()
+	s.idx = nil
+	s.idxMu.Unlock()
 	s.t.mu.Lock()
 	s.t.unref(s.segs)
 	s.t.mu.Unlock()
@@ -587,23 +669,20 @@ func (v changesView) Scan(state string, kg int, fn func(runtime.Entry) error) er
 	if !kgs.Contains(kg) {
 		return fmt.Errorf("%w: key group %d is not in %v", runtime.ErrKeyGroupNotOwned, kg, kgs)
 	}
+	x, err := v.s.index(state)
+	if err != nil || x == nil {
+		return err
+	}
+	i := kg - kgs.Start
 	var val []byte
-	for _, seg := range v.s.segs {
-		logs := seg.logs[state]
-		if logs == nil {
-			continue
-		}
-		for _, b := range logs[kg-kgs.Start].chunks {
-			for len(b) > 0 {
-				var op byte
-				var en runtime.Entry
-				op, en.Key, en.Namespace, en.UserKey, en.Value, b = nextChange(b)
-				val = append(append(val[:0], op), en.Value...)
-				en.Value = val
-				if err := fn(en); err != nil {
-					return err
-				}
-			}
+	for _, p := range x.pos[x.start[i]:x.start[i+1]] {
+		var op byte
+		var en runtime.Entry
+		_, op, en.Key, en.Namespace, en.UserKey, en.Value, _ = nextLogged(x.chunks[p>>32][uint32(p):])
+		val = append(append(val[:0], op), en.Value...)
+		en.Value = val
+		if err := fn(en); err != nil {
+			return err
 		}
 	}
 	return nil

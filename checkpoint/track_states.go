@@ -19,10 +19,10 @@ type trackedCore struct {
 	updNV []byte
 	updOK bool
 	updCB func(old []byte, found bool) ([]byte, error)
-	// logs are the tracker's current logs of the state, while gen is the
+	// log is the tracker's current log of the state, while gen is the
 	// tracker's (see Tracker.record).
-	logs []changeLog
-	gen  uint64
+	log *changeLog
+	gen uint64
 }
 
 // wrap returns the tracked state of st's kind. It is a runtime.ValueUpdater
