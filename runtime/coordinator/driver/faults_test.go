@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -40,15 +41,22 @@ type faultJob struct {
 	wg    sync.WaitGroup
 	// completed lists the checkpoints the Coordinator reported completed.
 	completed []coordinator.CheckpointID
+	// stores makes the operators' stores.
+	stores storeMaker
 }
 
 func newFaultJob(t *testing.T, cfg coordinator.Config, parallelism int) *faultJob {
+	return newFaultJobOn(t, cfg, parallelism, cowStore)
+}
+
+// newFaultJobOn is newFaultJob with the operators' stores made by mk.
+func newFaultJobOn(t *testing.T, cfg coordinator.Config, parallelism int, mk storeMaker) *faultJob {
 	t.Helper()
 	dir, err := checkpoint.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &faultJob{t: t, dir: dir, fs: faultstorage.New(dir, 42), clock: &fakeClock{now: t0}, cfg: cfg}
+	j := &faultJob{t: t, dir: dir, fs: faultstorage.New(dir, 42), clock: &fakeClock{now: t0}, cfg: cfg, stores: mk}
 	j.start(parallelism)
 	return j
 }
@@ -66,7 +74,7 @@ func (j *faultJob) start(parallelism int) {
 	j.notes = make(chan Notification, 64)
 	j.stop = make(chan struct{})
 	for i := range parallelism {
-		o := newOperatorOn(j.t, cowStore, c, i, parallelism, InstanceOptions{})
+		o := newOperatorOn(j.t, j.stores, c, i, parallelism, InstanceOptions{})
 		j.ops = append(j.ops, o)
 		j.wg.Add(1)
 		go j.loop(o)
@@ -258,6 +266,11 @@ func (j *faultJob) checkStorage(epochs ...[]*operator) {
 		for _, op := range m.Operators {
 			for _, in := range op.Instances {
 				named[filepath.Join(name, in.File.Name)] = true
+				// The files of its chain, in the checkpoints that own
+				// them (deleted ones among them).
+				for _, ref := range in.Base {
+					named[filepath.Join(ref.Checkpoint, ref.File.Name)] = true
+				}
 			}
 		}
 	}
@@ -591,8 +604,25 @@ func TestCheckpointsUnderRandomFaults(t *testing.T) {
 	if os.Getenv("STATEGEN_LONG") == "1" {
 		steps = 600
 	}
+	// Incremental: stores behind checkpoint.Trackers, so that a failed
+	// write of a file of changes, a failed commit, or a failed removal of
+	// a checkpoint others reference meets chains of shared files.
+	for _, incremental := range []bool{false, true} {
+		t.Run(fmt.Sprintf("incremental=%v", incremental), func(t *testing.T) {
+			mk := cowStore
+			if incremental {
+				mk = trackedStores(cowStore, &checkpoint.TrackOptions{MaxChainLength: 4})
+			}
+			randomFaults(t, steps, mk, incremental)
+		})
+	}
+}
+
+// randomFaults runs steps checkpoints of a job on stores of mk under random
+// storage faults, then one without, and checks the storage.
+func randomFaults(t *testing.T, steps int, mk storeMaker, incremental bool) {
 	cfg := coordinator.Config{Interval: 10 * time.Second, Timeout: time.Hour, TolerableFailures: coordinator.UnlimitedFailures, Retained: 2}
-	j := newFaultJob(t, cfg, 3)
+	j := newFaultJobOn(t, cfg, 3, mk)
 	var rules []faultstorage.Rule
 	for _, op := range []faultstorage.Op{faultstorage.OpCreate, faultstorage.OpWrite, faultstorage.OpSync, faultstorage.OpRename, faultstorage.OpStat} {
 		rules = append(rules, faultstorage.Rule{Op: op, Match: faultstorage.MatchCheckpoints, Probability: 0.02})
@@ -627,6 +657,23 @@ func TestCheckpointsUnderRandomFaults(t *testing.T) {
 	j.halt()
 	if failed == 0 || len(j.completed) < 2 {
 		t.Errorf("%d checkpoints failed, %d completed: the mix is off", failed, len(j.completed))
+	}
+	if incremental {
+		deltas := 0
+		for _, id := range j.completed {
+			m, err := checkpoint.ReadMetadata(context.Background(), j.dir, checkpoint.CheckpointName(uint64(id)))
+			if err != nil {
+				continue // deleted by retention
+			}
+			for _, in := range m.Operators[0].Instances {
+				if in.File.Delta {
+					deltas++
+				}
+			}
+		}
+		if deltas == 0 {
+			t.Errorf("no retained checkpoint has a file of changes: the incremental run wrote none")
+		}
 	}
 	injected := j.fs.Injected()
 	t.Logf("%d checkpoints: %d completed, %d failed; faults injected by kind: %v (total %d)",

@@ -501,9 +501,12 @@ func localFiles(t *testing.T, s checkpoint.Storage) []string {
 }
 
 // trackedModels makes model stores behind Trackers with opts.
-func trackedModels(opts *checkpoint.TrackOptions) storeMaker {
+func trackedModels(opts *checkpoint.TrackOptions) storeMaker { return trackedStores(modelStore, opts) }
+
+// trackedStores makes stores of mk behind Trackers with opts.
+func trackedStores(mk storeMaker, opts *checkpoint.TrackOptions) storeMaker {
 	return func(cfg runtime.StoreConfig) (runtime.Store, error) {
-		inner, err := modelStore(cfg)
+		inner, err := mk(cfg)
 		if err != nil {
 			return nil, err
 		}
