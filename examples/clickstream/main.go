@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("clickstream", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Backend, "backend", pipeline.DefaultBackend, "state backend: "+strings.Join(pipeline.Backends(), ", "))
-	fs.BoolVar(&cfg.Incremental, "incremental", false, "write incremental checkpoints: each the changes since the last completed one")
+	fs.BoolVar(&cfg.Incremental, "incremental", true, "write incremental checkpoints: each the changes since the last completed one (-incremental=false: every checkpoint in full)")
 	fs.BoolVar(&cfg.LocalRecovery, "local-recovery", false, "keep a local copy of each instance's checkpoint files and restore from it where the key groups allow")
 	fs.IntVar(&cfg.PBefore, "p-before", pipeline.DefaultPBefore, "parallelism before the crash")
 	fs.IntVar(&cfg.PAfter, "p-after", pipeline.DefaultPAfter, "parallelism after the restore")
