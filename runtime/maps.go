@@ -42,9 +42,37 @@ type mapHandle[K, N, UK, V any] struct {
 	sorted SortedMapState
 	ukc    KeyCodec[UK]
 	vc     ValueCodec[V]
-	into   IntoDecoder[V] // vc, if it decodes into a value (GetInto)
-	upd    MapUpdater     // st, if it updates in one lookup
-	updc   updateCall[V]  // the Update in progress, if upd
+	into   IntoDecoder[V]  // vc, if it decodes into a value (GetInto)
+	upd    MapUpdater      // st, if it updates in one lookup
+	updc   updateCall[V]   // the Update in progress, if upd
+	edgec  edgeCall[UK, V] // the First or Last in progress, if sorted
+}
+
+// edgeCall is a sorted map's First or Last in progress: the callback the
+// store calls with the edge entry, made once when the handle is bound so
+// that a call allocates nothing, and what it decoded. A store never calls
+// back into the handle while it runs the callback, so one per handle does.
+type edgeCall[UK, V any] struct {
+	cb    func(ukb, vb []byte) bool
+	e     MapEntry[UK, V]
+	found bool
+	what  string // what failed to decode, if err
+	err   error
+}
+
+func (c *edgeCall[UK, V]) init(ukc KeyCodec[UK], vc ValueCodec[V]) {
+	c.cb = func(ukb, vb []byte) bool {
+		c.found = true
+		var err error
+		if c.e.Key, err = decodeKeyAll(ukc, ukb); err != nil {
+			c.what, c.err = "decode user key", err
+			return false
+		}
+		if err := decodeInto(vc, vb, &c.e.Value); err != nil {
+			c.what, c.err = "decode value", err
+		}
+		return false
+	}
 }
 
 func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V], ttl TTL) (*mapHandle[K, N, UK, V], error) {
@@ -67,6 +95,7 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 		if h.sorted, ok = st.(SortedMapState); !ok {
 			return nil, wrongStateType(spec, st)
 		}
+		h.edgec.init(ukc, vc)
 	}
 	h.st, h.ukc, h.vc = ms, ukc, vc
 	h.into, _ = vc.(IntoDecoder[V])
@@ -250,13 +279,23 @@ func (h *mapHandle[K, N, UK, V]) isEmpty(k K, n N) (bool, error) {
 
 // edge returns the first (or, if last, the last) entry of a sorted map.
 func (h *mapHandle[K, N, UK, V]) edge(k K, n N, last bool) (MapEntry[UK, V], bool, error) {
-	for e, err := range h.scan(k, n, decodeBoth, nil, nil, last) {
-		if err != nil {
-			return MapEntry[UK, V]{}, false, err
-		}
-		return e, true, nil
+	key := h.key(k, n)
+	c := &h.edgec
+	var err error
+	if last {
+		err = h.sorted.Range(key, nil, nil, true, c.cb)
+	} else {
+		err = h.st.Iterate(key, c.cb)
 	}
-	return MapEntry[UK, V]{}, false, nil
+	e, found, what, derr := c.e, c.found, c.what, c.err
+	c.e, c.found, c.what, c.err = MapEntry[UK, V]{}, false, "", nil // keep nothing of the entry
+	switch {
+	case derr != nil:
+		return MapEntry[UK, V]{}, false, h.errorf(what, derr)
+	case err != nil:
+		return MapEntry[UK, V]{}, false, h.errorf("iterate", err)
+	}
+	return e, found, nil
 }
 
 // edit is the Edit and EditRange of the map handles: the store's Edit (or
