@@ -84,6 +84,11 @@ type timerShared struct {
 	touched   []int
 	heads     []head // Advance's, by key group - start, kept for their buffers
 	order     headOrder
+	// fillCB, made once, is refill's callback to the store: it appends to
+	// the head refill is filling, fill (a store never calls back into the
+	// state while it runs the callback, so one fill at a time).
+	fill   *head
+	fillCB func(u, _ []byte) bool
 }
 
 // headOrder is a binary heap (container/heap) of the indexes of the heads
@@ -134,6 +139,12 @@ func sharedTimers(st State, maxP int, groups KeyGroupRange) *timerShared {
 	}
 	all := timerAnchors(maxP)
 	sh := &timerShared{start: groups.Start, min: make([]int64, groups.Len()), known: make([]bool, groups.Len())}
+	sh.fillCB = func(u, _ []byte) bool {
+		hd := sh.fill
+		hd.buf = append(hd.buf, u...)
+		hd.ends = append(hd.ends, len(hd.buf))
+		return len(hd.ends) < prefetch
+	}
 	for kg := range groups.All() {
 		sh.anchors = append(sh.anchors, makeKey(HashKey(all[kg]), all[kg], nil, maxP))
 		sh.heads = append(sh.heads, head{})
@@ -268,6 +279,7 @@ const prefetch = 64
 // to the next until a timer of the group is registered or deleted.
 type head struct {
 	q     [][]byte // the group's first timers (user keys), in order
+	qs    [][]byte // backs q, which Advance consumes from the front
 	more  bool     // the group holds more timers than q
 	valid bool     // q and more are the group's as it is
 	buf   []byte   // backs q
@@ -287,21 +299,20 @@ func (hd *head) next() []byte {
 func (h *timersHandle[K, N]) refill(i int) error {
 	sh := h.sh
 	hd := &sh.heads[i]
-	hd.q, hd.buf, hd.ends = hd.q[:0], hd.buf[:0], hd.ends[:0]
-	err := h.st.Range(sh.anchors[i], nil, nil, false, func(u, _ []byte) bool {
-		hd.buf = append(hd.buf, u...)
-		hd.ends = append(hd.ends, len(hd.buf))
-		return len(hd.ends) < prefetch
-	})
+	hd.q, hd.buf, hd.ends = nil, hd.buf[:0], hd.ends[:0]
+	sh.fill = hd
+	err := h.st.Range(sh.anchors[i], nil, nil, false, sh.fillCB)
+	sh.fill = nil
 	if err != nil {
 		hd.valid = false
 		return h.errorf(fmt.Sprintf("timers of key group %d", sh.start+i), err)
 	}
-	start := 0
+	start, q := 0, hd.qs[:0]
 	for _, e := range hd.ends {
-		hd.q = append(hd.q, hd.buf[start:e:e])
+		q = append(q, hd.buf[start:e:e])
 		start = e
 	}
+	hd.qs, hd.q = q, q
 	hd.more, hd.valid = len(hd.ends) == prefetch, true
 	return h.learn(i, hd.next())
 }
