@@ -75,3 +75,80 @@ func TestTimersAdvanceAllocs(t *testing.T) {
 		t.Errorf("an Advance firing %d timers allocated %d times, want at most %d", n, allocs, n/100)
 	}
 }
+
+// TestListAllAllocs: ranging over a list of pointer-free elements costs
+// at most two allocations on cow however long the list — the iterator and
+// the loop body the compiler makes for it — and a range nested in another
+// over the same handle sees its own elements.
+func TestListAllAllocs(t *testing.T) {
+	s := backendsFor(t)["cow"](runtime.StoreConfig{})
+	l := must[runtime.List[int64, int64]](t)(runtime.NewList(s, runtime.ListDescriptor[int64, int64]{
+		Name: "l", Key: runtime.Int64Codec{}, Value: runtime.Int64Codec{},
+	}))
+	for i := range int64(100) {
+		check(t, l.Add(1, i))
+		check(t, l.Add(2, -i))
+	}
+	sum := int64(0)
+	allocs := testing.AllocsPerRun(100, func() {
+		for v, err := range l.All(1) {
+			check(t, err)
+			sum += v
+		}
+	})
+	if sum != 101*4950 || allocs > 2 {
+		t.Errorf("ranging over 100 elements: sum %d, %v allocations, want %d and at most 2", sum, allocs, 101*4950)
+	}
+	outer, inner := int64(0), int64(0)
+	for v, err := range l.All(1) {
+		check(t, err)
+		outer += v
+		for w, err := range l.All(2) {
+			check(t, err)
+			inner += w
+		}
+	}
+	if outer != 4950 || inner != -100*4950 {
+		t.Errorf("nested ranges: %d and %d, want 4950 and %d", outer, inner, -100*4950)
+	}
+}
+
+// TestSortedMapRangeAllocs: a range over a sorted map of pointer-free
+// entries, stopped at once or run to the end, costs at most two
+// allocations on cow (the iterator and the loop body the compiler makes
+// for it), and ranges over one handle nest.
+func TestSortedMapRangeAllocs(t *testing.T) {
+	s := backendsFor(t)["cow"](runtime.StoreConfig{})
+	sm := must[runtime.SortedMap[int64, int64, int64]](t)(runtime.NewSortedMap(s, runtime.MapDescriptor[int64, int64, int64]{
+		Name: "sm", Key: runtime.Int64Codec{}, UserKey: runtime.Int64Codec{}, Value: runtime.Int64Codec{},
+	}))
+	for uk := range int64(64) {
+		check(t, sm.Put(1, uk, uk))
+	}
+	n := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		for e, err := range sm.Range(1, 10, 50) {
+			check(t, err)
+			if e.Key != e.Value {
+				t.Fatal(e)
+			}
+			n++
+		}
+		for _, err := range sm.All(1) {
+			check(t, err)
+			break
+		}
+	})
+	if n != 101*40 || allocs > 4 {
+		t.Errorf("a range of 40 entries and one stopped at once: %d entries, %v allocations, want %d and at most 4", n, allocs, 101*40)
+	}
+	pairs := 0
+	for range sm.Range(1, 0, 8) {
+		for range sm.Range(1, 0, 8) {
+			pairs++
+		}
+	}
+	if pairs != 64 {
+		t.Errorf("nested ranges: %d pairs, want 64", pairs)
+	}
+}

@@ -34,6 +34,44 @@ type listHandle[K, N, V any] struct {
 	vc    ValueCodec[V]
 	elems [][]byte // scratch for AddAll and Replace
 	ends  []int
+	scans []*listScan[V] // idle frames of All, for the next (see listScan)
+}
+
+// listScan is the frame of one All in progress: the callback the store
+// calls with each element, made once per frame, and the caller's yield.
+// A handle keeps the frames of ended Alls for the next, so that an All
+// allocates its frame only when Alls nest deeper than before (a yield
+// that ranges over the same handle).
+type listScan[V any] struct {
+	vc    ValueCodec[V]
+	yield func(V, error) bool
+	err   error // the decoding error that stopped the scan
+	cb    func(elem []byte) bool
+}
+
+// scan returns an idle frame of h, made if there is none.
+func (h *listHandle[K, N, V]) scan() *listScan[V] {
+	if n := len(h.scans); n > 0 {
+		sc := h.scans[n-1]
+		h.scans = h.scans[:n-1]
+		return sc
+	}
+	sc := &listScan[V]{vc: h.vc}
+	sc.cb = func(elem []byte) bool {
+		var v V
+		if err := decodeInto(sc.vc, elem, &v); err != nil {
+			sc.err = err
+			return false
+		}
+		return sc.yield(v, nil)
+	}
+	return sc
+}
+
+// done makes sc idle again.
+func (h *listHandle[K, N, V]) done(sc *listScan[V]) {
+	sc.yield, sc.err = nil, nil
+	h.scans = append(h.scans, sc)
 }
 
 func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V], ttl TTL) (*listHandle[K, N, V], error) {
@@ -58,16 +96,15 @@ func (h *listHandle[K, N, V]) all(k K, n N) Seq[V] {
 	return func(yield func(V, error) bool) {
 		key := h.key(k, n)
 		defer h.give(h.take())
+		sc := h.scan()
+		defer h.done(sc)
+		sc.yield = yield
+		err := h.st.Get(key, sc.cb)
 		var ierr error
-		err := h.st.Get(key, func(elem []byte) bool {
-			v, err := decodeAll(h.vc, elem)
-			if err != nil {
-				ierr = h.errorf("decode element", err)
-				return false
-			}
-			return yield(v, nil)
-		})
-		if ierr == nil && err != nil {
+		switch {
+		case sc.err != nil:
+			ierr = h.errorf("decode element", sc.err)
+		case err != nil:
 			ierr = h.errorf("get", err)
 		}
 		if ierr != nil {

@@ -42,10 +42,60 @@ type mapHandle[K, N, UK, V any] struct {
 	sorted SortedMapState
 	ukc    KeyCodec[UK]
 	vc     ValueCodec[V]
-	into   IntoDecoder[V]  // vc, if it decodes into a value (GetInto)
-	upd    MapUpdater      // st, if it updates in one lookup
-	updc   updateCall[V]   // the Update in progress, if upd
-	edgec  edgeCall[UK, V] // the First or Last in progress, if sorted
+	into   IntoDecoder[V]    // vc, if it decodes into a value (GetInto)
+	upd    MapUpdater        // st, if it updates in one lookup
+	updc   updateCall[V]     // the Update in progress, if upd
+	edgec  edgeCall[UK, V]   // the First or Last in progress, if sorted
+	scans  []*mapScan[UK, V] // idle frames of scan (see mapScan)
+}
+
+// mapScan is the frame of one iteration of a map in progress (see scan):
+// the callback the store calls with each entry, made once per frame, and
+// the caller's yield. A handle keeps the frames of ended iterations for
+// the next, so that an iteration allocates its frame only when
+// iterations nest deeper than before.
+type mapScan[UK, V any] struct {
+	ukc   KeyCodec[UK]
+	vc    ValueCodec[V]
+	what  int // decodeKeys, decodeValues
+	yield func(MapEntry[UK, V], error) bool
+	fail  string // what failed to decode, if err
+	err   error
+	cb    func(ukb, vb []byte) bool
+}
+
+// scanFrame returns an idle frame of h, made if there is none.
+func (h *mapHandle[K, N, UK, V]) scanFrame() *mapScan[UK, V] {
+	if n := len(h.scans); n > 0 {
+		sc := h.scans[n-1]
+		h.scans = h.scans[:n-1]
+		return sc
+	}
+	sc := &mapScan[UK, V]{ukc: h.ukc, vc: h.vc}
+	sc.cb = func(ukb, vb []byte) bool {
+		var e MapEntry[UK, V]
+		var err error
+		if sc.what&decodeKeys != 0 {
+			if e.Key, err = decodeKeyAll(sc.ukc, ukb); err != nil {
+				sc.fail, sc.err = "decode user key", err
+				return false
+			}
+		}
+		if sc.what&decodeValues != 0 {
+			if err = decodeInto(sc.vc, vb, &e.Value); err != nil {
+				sc.fail, sc.err = "decode value", err
+				return false
+			}
+		}
+		return sc.yield(e, nil)
+	}
+	return sc
+}
+
+// scanDone makes sc idle again.
+func (h *mapHandle[K, N, UK, V]) scanDone(sc *mapScan[UK, V]) {
+	sc.yield, sc.fail, sc.err = nil, "", nil
+	h.scans = append(h.scans, sc)
 }
 
 // edgeCall is a sorted map's First or Last in progress: the callback the
@@ -217,31 +267,20 @@ func (h *mapHandle[K, N, UK, V]) scan(k K, n N, what int, lo, hi *UK, reverse bo
 			}
 		}
 		defer h.give(h.take())
-		var ierr error
-		fn := func(ukb, vb []byte) bool {
-			var e MapEntry[UK, V]
-			var err error
-			if what&decodeKeys != 0 {
-				if e.Key, err = decodeKeyAll(h.ukc, ukb); err != nil {
-					ierr = h.errorf("decode user key", err)
-					return false
-				}
-			}
-			if what&decodeValues != 0 {
-				if e.Value, err = decodeAll(h.vc, vb); err != nil {
-					ierr = h.errorf("decode value", err)
-					return false
-				}
-			}
-			return yield(e, nil)
-		}
+		sc := h.scanFrame()
+		defer h.scanDone(sc)
+		sc.what, sc.yield = what, yield
 		var err error
 		if lo == nil && hi == nil && !reverse {
-			err = h.st.Iterate(key, fn)
+			err = h.st.Iterate(key, sc.cb)
 		} else {
-			err = h.sorted.Range(key, lob, hib, reverse, fn)
+			err = h.sorted.Range(key, lob, hib, reverse, sc.cb)
 		}
-		if ierr == nil && err != nil {
+		var ierr error
+		switch {
+		case sc.err != nil:
+			ierr = h.errorf(sc.fail, sc.err)
+		case err != nil:
 			ierr = h.errorf("iterate", err)
 		}
 		if ierr != nil {
