@@ -592,15 +592,7 @@ func TestChainKeepsKeyOrder(t *testing.T) {
 	if is := checkpointtest.Checkpoint(t, s, tr, 2); !is.File.Delta {
 		t.Fatal("checkpoint 2 was written in full, want a file of changes")
 	}
-	r, err := checkpoint.Open(ctx, s, checkpoint.CheckpointName(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := r.View(ctx, checkpointtest.OperatorID, runtime.FullRange(incMaxP))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	v := openView(t, s, checkpoint.CheckpointName(2))
 	news := 0
 	for _, state := range []string{"v", "m"} {
 		for kg := range incMaxP {

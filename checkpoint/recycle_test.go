@@ -120,6 +120,13 @@ func TestTrackerRecordsIntoRecycledMemory(t *testing.T) {
 // canonical form of dump.
 func readBack(t *testing.T, s checkpoint.Storage, ckpt string) map[string]map[int][]rec {
 	t.Helper()
+	return canonical(dump(t, openView(t, s, ckpt)))
+}
+
+// openView opens the View of every key group of checkpoint ckpt of s,
+// closed when the test ends.
+func openView(t *testing.T, s checkpoint.Storage, ckpt string) *checkpoint.View {
+	t.Helper()
 	r, err := checkpoint.Open(ctx, s, ckpt)
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +135,6 @@ func readBack(t *testing.T, s checkpoint.Storage, ckpt string) map[string]map[in
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Close()
-	return canonical(dump(t, v))
+	t.Cleanup(func() { _ = v.Close() })
+	return v
 }
