@@ -35,8 +35,14 @@ type arena struct {
 	maxSlab int
 }
 
-func newArena(maxSlab int) arena {
-	first := min(minSlabSize, maxSlab)
+func newArena(maxSlab int) arena { return newArenaFor(maxSlab, 0) }
+
+// newArenaFor returns an arena whose first slab has room for about want
+// bytes (within maxSlab): a compaction, which knows the live bytes it will
+// copy, allocates one slab rather than a run of growing ones.
+func newArenaFor(maxSlab int, want int64) arena {
+	first := min(int(max(ceilPow2(want+8), minSlabSize)), maxSlab)
+	first = max(first, min(minSlabSize, maxSlab))
 	return arena{slabs: [][]byte{make([]byte, first)}, off: 8, size: int64(first), used: 8, maxSlab: maxSlab}
 }
 

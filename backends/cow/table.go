@@ -381,7 +381,7 @@ func (t *table) maybeCompact() {
 func (t *table) compact() {
 	src := t.slabs
 	oldMain, oldNS := t.main, t.nsIdx
-	t.arena = newArena(t.maxSlab)
+	t.arena = newArenaFor(t.maxSlab, t.used-t.garbage)
 	t.marks = marks{}
 	clear(t.prot)
 	t.prot = t.prot[:0]
@@ -401,6 +401,7 @@ func (t *table) rebuild(src [][]byte, r *htab, kind runtime.Kind, items *[][2]ui
 	n.dir, n.dirEpoch = t.allocTable(n.logcap, int(n.w)), t.epoch
 	n.count, n.bytes = r.count, r.bytes
 	var hv [max(listHdrSize, btRootSize)]byte
+	var ebuf []byte // the entry being placed, which place copies
 	scanTable(r, func(rec []byte) bool {
 		key, ns, val, _, _ := decodeEntry(recEntry(src, rec))
 		switch kind {
@@ -425,7 +426,11 @@ func (t *table) rebuild(src [][]byte, r *htab, kind runtime.Kind, items *[][2]ui
 			nr.encode(hv[:])
 			val = hv[:btRootSize]
 		}
-		e := make([]byte, entrySize(len(key), len(ns), len(val)))
+		sz := entrySize(len(key), len(ns), len(val))
+		if cap(ebuf) < sz {
+			ebuf = make([]byte, sz)
+		}
+		e := ebuf[:sz]
 		writeEntry(e, key, ns, val)
 		t.place(&n, ctrl(rec), e, 0)
 		return true
