@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"errors"
 	goruntime "runtime"
+	"slices"
 	"testing"
 
 	"github.com/stategen/stategen/runtime"
@@ -150,5 +152,55 @@ func TestSortedMapRangeAllocs(t *testing.T) {
 	}
 	if pairs != 64 {
 		t.Errorf("nested ranges: %d pairs, want 64", pairs)
+	}
+}
+
+// TestListGetInto: GetInto reads a list's elements in order into the
+// caller's slice, reusing its backing array — no allocation once it is
+// long enough — empties it for an empty list, and refuses a nil
+// destination and an unbound handle.
+func TestListGetInto(t *testing.T) {
+	for _, name := range []string{"cow", "btree", "pebble"} {
+		t.Run(name, func(t *testing.T) {
+			s := backendsFor(t)[name](runtime.StoreConfig{})
+			l := must[runtime.List[int64, int64]](t)(runtime.NewList(s, runtime.ListDescriptor[int64, int64]{
+				Name: "l", Key: runtime.Int64Codec{}, Value: runtime.Int64Codec{},
+			}))
+			sl := must[runtime.SubKeyedList[int64, int64, []byte]](t)(runtime.NewSubKeyedList(s, runtime.SubKeyedListDescriptor[int64, int64, []byte]{
+				Name: "sl", Key: runtime.Int64Codec{}, Namespace: runtime.Int64Codec{}, Value: runtime.BytesCodec{},
+			}))
+			for i := range int64(50) {
+				check(t, l.Add(1, i*i))
+				check(t, sl.Add(1, 2, []byte{byte(i)}))
+			}
+			var dst []int64
+			check(t, l.GetInto(1, &dst))
+			want, err := l.Get(1)
+			check(t, err)
+			if !slices.Equal(dst, want) || len(dst) != 50 {
+				t.Fatalf("GetInto = %v, want %v", dst, want)
+			}
+			if name == "cow" {
+				if a := testing.AllocsPerRun(100, func() { check(t, l.GetInto(1, &dst)) }); a != 0 {
+					t.Errorf("GetInto into a long enough slice allocated %v times, want 0", a)
+				}
+			}
+			check(t, l.GetInto(2, &dst))
+			if len(dst) != 0 || cap(dst) < 50 {
+				t.Errorf("GetInto of an empty list: len %d cap %d, want empty with the array kept", len(dst), cap(dst))
+			}
+			var bs [][]byte
+			check(t, sl.GetInto(1, 2, &bs))
+			if len(bs) != 50 || bs[7][0] != 7 || bs[49][0] != 49 {
+				t.Errorf("SubKeyedList.GetInto = %v", bs)
+			}
+			if err := l.GetInto(1, nil); err == nil {
+				t.Error("GetInto with a nil destination succeeded")
+			}
+			var unbound runtime.List[int64, int64]
+			if err := unbound.GetInto(1, &dst); !errors.Is(err, runtime.ErrUnbound) {
+				t.Errorf("GetInto on the zero List: %v, want ErrUnbound", err)
+			}
+		})
 	}
 }

@@ -35,6 +35,76 @@ type listHandle[K, N, V any] struct {
 	elems [][]byte // scratch for AddAll and Replace
 	ends  []int
 	scans []*listScan[V] // idle frames of All, for the next (see listScan)
+	into  IntoDecoder[V] // vc, if it decodes into a value (GetInto)
+	// GetInto's: the callback to the store, made once at bind (no code of
+	// the caller runs while the store calls it), the slice it fills and
+	// the decoding error that stopped it.
+	intoCB  func(elem []byte) bool
+	intoDst *[]V
+	intoErr error
+}
+
+// appendInto is the callback of GetInto: it decodes elem into the next
+// element of *h.intoDst, reusing that element's memory when the slice has
+// room.
+func (h *listHandle[K, N, V]) appendInto(elem []byte) bool {
+	s := *h.intoDst
+	if len(s) < cap(s) {
+		s = s[:len(s)+1]
+	} else {
+		var zero V
+		s = append(s, zero)
+	}
+	*h.intoDst = s
+	if err := decodeReusing(h.vc, h.into, elem, &s[len(s)-1]); err != nil {
+		h.intoErr = err
+		return false
+	}
+	return true
+}
+
+// getIntoNested is getInto through an iteration, which needs no state of
+// the handle's own; kept apart because its closure would make getInto's
+// arguments escape.
+func (h *listHandle[K, N, V]) getIntoNested(k K, n N, dst *[]V) error {
+	out := (*dst)[:0]
+	for v, err := range h.all(k, n) {
+		if err != nil {
+			*dst = out[:0]
+			return err
+		}
+		out = append(out, v)
+	}
+	*dst = out
+	return nil
+}
+
+// getInto decodes the elements of (k, n)'s list into *dst (see
+// List.GetInto).
+func (h *listHandle[K, N, V]) getInto(k K, n N, dst *[]V) error {
+	if dst == nil {
+		return h.errorf("get into", fmt.Errorf("nil destination"))
+	}
+	if h.intoDst != nil {
+		// A GetInto from inside another's decoding (a migration that
+		// reads the state): the handle's callback is taken.
+		return h.getIntoNested(k, n, dst)
+	}
+	key := h.key(k, n)
+	*dst = (*dst)[:0]
+	h.intoDst, h.intoErr = dst, nil
+	err := h.st.Get(key, h.intoCB)
+	derr := h.intoErr
+	h.intoDst, h.intoErr = nil, nil
+	switch {
+	case derr != nil:
+		*dst = (*dst)[:0]
+		return h.errorf("decode element", derr)
+	case err != nil:
+		*dst = (*dst)[:0]
+		return h.errorf("get", err)
+	}
+	return nil
 }
 
 // listScan is the frame of one All in progress: the callback the store
@@ -89,6 +159,8 @@ func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[
 		return nil, wrongStateType(spec, st)
 	}
 	h.st, h.vc = ls, vc
+	h.into, _ = vc.(IntoDecoder[V])
+	h.intoCB = h.appendInto
 	return h, nil
 }
 
@@ -203,6 +275,18 @@ func (l List[K, V]) Get(k K) ([]V, error) {
 	return l.h.get(k, noNS{})
 }
 
+// GetInto decodes the elements of k's list, in order, into *dst, reusing
+// its backing array and the memory of the slices and maps of the elements
+// it held (see IntoDecoder): a loop that reads a list through one slice
+// allocates nothing once the slice is long enough. *dst is empty if the
+// list is, and on an error.
+func (l List[K, V]) GetInto(k K, dst *[]V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.getInto(k, noNS{}, dst)
+}
+
 // All yields the elements of k's list in order.
 func (l List[K, V]) All(k K) Seq[V] {
 	if l.h == nil {
@@ -278,6 +362,15 @@ func (l SubKeyedList[K, N, V]) Get(k K, n N) ([]V, error) {
 		return nil, ErrUnbound
 	}
 	return l.h.get(k, n)
+}
+
+// GetInto decodes the elements of (k, n)'s list into *dst, as
+// List.GetInto does.
+func (l SubKeyedList[K, N, V]) GetInto(k K, n N, dst *[]V) error {
+	if l.h == nil {
+		return ErrUnbound
+	}
+	return l.h.getInto(k, n, dst)
 }
 
 // All yields the elements of (k, n)'s list in order.

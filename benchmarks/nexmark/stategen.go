@@ -65,6 +65,7 @@ type q3 struct {
 	out      *Output
 	wm       int64
 	expireFn func(runtime.Timer[int64, int64]) error // q.expire, bound once
+	pending  []int64                                 // scratch of flush
 }
 
 func (q *q3) Event(e *Event) error {
@@ -125,15 +126,13 @@ func (q *q3) Event(e *Event) error {
 // deletes them. (A function of its own: the variables an iteration's body
 // uses escape to the heap, on every call of the function that holds it.)
 func (q *q3) flush(seller int64, p Q3Person) error {
-	n := 0
-	for id, err := range q.st.Pending.All(seller) {
-		if err != nil {
-			return err
-		}
-		q.out.Q3 = append(q.out.Q3, Q3Row{Name: p.Name, City: p.City, State: p.State, Auction: id})
-		n++
+	if err := q.st.Pending.GetInto(seller, &q.pending); err != nil {
+		return err
 	}
-	if n == 0 {
+	for _, id := range q.pending {
+		q.out.Q3 = append(q.out.Q3, Q3Row{Name: p.Name, City: p.City, State: p.State, Auction: id})
+	}
+	if len(q.pending) == 0 {
 		return nil
 	}
 	return q.st.Pending.Delete(seller)
@@ -316,10 +315,11 @@ func (q *q7) fire(tm runtime.Timer[int64, int64]) error {
 // windowed CoGroupByKey). Persons and auctions wait in their window; the
 // (person, window)'s timer, registered with each, emits the join.
 type q8 struct {
-	st     *Q8State
-	out    *Output
-	wm     int64
-	fireFn func(runtime.Timer[int64, int64]) error // q.fire, bound once
+	st       *Q8State
+	out      *Output
+	wm       int64
+	fireFn   func(runtime.Timer[int64, int64]) error // q.fire, bound once
+	reserves []int64                                 // scratch of fire
 }
 
 func (q *q8) Event(e *Event) error {
@@ -360,10 +360,10 @@ func (q *q8) fire(tm runtime.Timer[int64, int64]) error {
 		return err
 	}
 	if ok {
-		for r, err := range q.st.Reserves.All(person, start) {
-			if err != nil {
-				return err
-			}
+		if err := q.st.Reserves.GetInto(person, start, &q.reserves); err != nil {
+			return err
+		}
+		for _, r := range q.reserves {
 			q.out.Q8 = append(q.out.Q8, Q8Row{Start: start, Person: person, Name: name, Reserve: r})
 		}
 		if err := q.st.Persons.Delete(person, start); err != nil {
