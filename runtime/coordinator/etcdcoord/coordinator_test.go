@@ -268,12 +268,16 @@ func TestLeaderKilledMidCheckpoint(t *testing.T) {
 		}
 	}
 
-	// Kill the leader.
-	aStorage.off.Store(true)
+	// Kill the leader: its etcd client first, then its storage. The other
+	// way round, a leader still in office sees its storage fail, fails
+	// the job (no tolerable failures) and publishes the pending
+	// checkpoint's abort as a shutdown before its client closes — which a
+	// dead process never does (CI hit that window under load).
 	killed := time.Now()
 	if err := aClient.Close(); err != nil {
 		t.Fatal(err)
 	}
+	aStorage.off.Store(true)
 	awaitLeader(t, b)
 	if name, err := Leader(context.Background(), obs, job); err != nil || name != "b" {
 		t.Errorf("Leader = %q, %v; want b", name, err)
