@@ -213,34 +213,30 @@ func (p *viewPart) scanChain(ctx context.Context, spec runtime.StateSpec, kg int
 			}
 		}
 		if touched {
+			// A replaced value or map entry is passed, with its new value,
+			// in the old one's place.
 			e := &o.ents[i]
 			switch {
-			case o.kind == runtime.KindValue:
-				if e.has && !e.emitted {
-					// Replaced: the new value in the old one's place.
-					e.emitted = true
-					en.Value = o.bytes(e.value)
-					return emit(en)
-				}
-				if e.cleared {
+			case o.kind == runtime.KindValue && e.has:
+				if e.emitted {
 					return nil
 				}
+				e.emitted, en.Value = true, o.bytes(e.value)
+				return emit(en)
 			case o.kind.HasUserKey():
 				if j, ok := e.users[string(en.UserKey)]; ok {
 					u := &o.users[j]
 					if u.deleted || u.emitted {
 						return nil
 					}
-					u.emitted = true
-					en.Value = o.bytes(u.value)
+					u.emitted, en.Value = true, o.bytes(u.value)
 					return emit(en)
 				}
-				if e.cleared {
-					return nil
-				}
-			case e.cleared:
+			}
+			if e.cleared {
 				return nil
-			case o.kind == runtime.KindList:
+			}
+			if o.kind == runtime.KindList {
 				open = int(i)
 			}
 		}

@@ -71,18 +71,24 @@ func localSetup(t *testing.T, n int) (*checkpoint.LocalCopy, *countingStorage, *
 			ops = 300
 		}
 		incOps(t, rng, states, ops)
-		snap, err := tr.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = canonical(dump(t, snap))
-		_ = snap.Release()
+		want = holds(t, tr)
 		is := checkpointtest.Checkpoint(t, s, tr, uint64(i))
 		if err := l.Retain(ctx, checkpoint.CheckpointName(uint64(i)), is); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return l, remote, dir, want
+}
+
+// holds returns what tr's store holds now, in the canonical form of dump.
+func holds(t *testing.T, tr *checkpoint.Tracker) map[string]map[int][]rec {
+	t.Helper()
+	snap, err := tr.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	return canonical(dump(t, snap))
 }
 
 // restoreThrough restores checkpoint n of s into a new cow store, the one
@@ -215,12 +221,7 @@ func TestLocalCopyFallsBack(t *testing.T) {
 		}
 		tr, states := trackedModel(t, 1)
 		incOps(t, rand.New(rand.NewPCG(8, 8)), states, 200)
-		snap, err := tr.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := canonical(dump(t, snap))
-		_ = snap.Release()
+		want := holds(t, tr)
 		checkpointtest.Checkpoint(t, remote, tr, 1)
 		restoreThrough(t, l.Storage(remote), 1, want)
 		if st := l.Stats(); st.Rejected != 1 || st.Hits != 0 {
@@ -252,12 +253,7 @@ func TestLocalCopyFullDisk(t *testing.T) {
 	remote := checkpoint.NewMem()
 	tr, states := trackedModel(t, 4)
 	incOps(t, rand.New(rand.NewPCG(1, 2)), states, 200)
-	snap, err := tr.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := canonical(dump(t, snap))
-	_ = snap.Release()
+	want := holds(t, tr)
 	checkpointtest.Checkpoint(t, l.Storage(remote), tr, 1)
 	st := l.Stats()
 	if st.WriteErrors != 1 || !errors.Is(st.LastWriteError, syscall.ENOSPC) {

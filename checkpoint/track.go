@@ -119,7 +119,6 @@ type Tracker struct {
 // changes through an index built once (logIndex).
 type changeLog struct {
 	chunks [][]byte
-	n      int // changes
 }
 
 // Sizes of a changeLog's chunks: the first is small (most logs of a short
@@ -163,7 +162,6 @@ func (l *changeLog) add(t *Tracker, kg int, op byte, key, ns, uk, value []byte) 
 	i += putField(b[i:], uk)
 	putField(b[i:], value)
 	l.chunks[n-1] = c
-	l.n++
 	return need
 }
 

@@ -74,22 +74,28 @@ func (h *mapHandle[K, N, UK, V]) scanFrame() *mapScan[UK, V] {
 	sc := &mapScan[UK, V]{ukc: h.ukc, vc: h.vc}
 	sc.cb = func(ukb, vb []byte) bool {
 		var e MapEntry[UK, V]
-		var err error
-		if sc.what&decodeKeys != 0 {
-			if e.Key, err = decodeKeyAll(sc.ukc, ukb); err != nil {
-				sc.fail, sc.err = "decode user key", err
-				return false
-			}
-		}
-		if sc.what&decodeValues != 0 {
-			if err = decodeInto(sc.vc, vb, &e.Value); err != nil {
-				sc.fail, sc.err = "decode value", err
-				return false
-			}
+		if sc.fail, sc.err = decodeMapEntry(sc.ukc, sc.vc, sc.what, ukb, vb, &e); sc.err != nil {
+			return false
 		}
 		return sc.yield(e, nil)
 	}
 	return sc
+}
+
+// decodeMapEntry decodes the parts what names of the entry (ukb, vb)
+// into *e; on an error it says which part failed.
+func decodeMapEntry[UK, V any](ukc KeyCodec[UK], vc ValueCodec[V], what int, ukb, vb []byte, e *MapEntry[UK, V]) (fail string, err error) {
+	if what&decodeKeys != 0 {
+		if e.Key, err = decodeKeyAll(ukc, ukb); err != nil {
+			return "decode user key", err
+		}
+	}
+	if what&decodeValues != 0 {
+		if err = decodeInto(vc, vb, &e.Value); err != nil {
+			return "decode value", err
+		}
+	}
+	return "", nil
 }
 
 // scanDone makes sc idle again.
@@ -113,14 +119,7 @@ type edgeCall[UK, V any] struct {
 func (c *edgeCall[UK, V]) init(ukc KeyCodec[UK], vc ValueCodec[V]) {
 	c.cb = func(ukb, vb []byte) bool {
 		c.found = true
-		var err error
-		if c.e.Key, err = decodeKeyAll(ukc, ukb); err != nil {
-			c.what, c.err = "decode user key", err
-			return false
-		}
-		if err := decodeInto(vc, vb, &c.e.Value); err != nil {
-			c.what, c.err = "decode value", err
-		}
+		c.what, c.err = decodeMapEntry(ukc, vc, decodeBoth, ukb, vb, &c.e)
 		return false
 	}
 }
