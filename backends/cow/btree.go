@@ -3,6 +3,7 @@ package cow
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/stategen/stategen/backends/internal/arena"
 )
 
 // btree is the root of a persistent B+tree in the arena: the per-(key,
@@ -81,7 +82,7 @@ func cmpItem(slabs [][]byte, p, ref, kp uint64, key []byte) int {
 	case p > kp:
 		return 1
 	}
-	return bytes.Compare(itemKey(at(slabs, ref)), key)
+	return bytes.Compare(itemKey(arena.At(slabs, ref)), key)
 }
 
 // leafSearch returns the index of the first item >= key in a leaf and
@@ -129,7 +130,7 @@ type pathEl struct {
 func descend(slabs [][]byte, r *btree, kp uint64, key []byte, path []pathEl) []pathEl {
 	ref := r.root
 	for range int(r.height) {
-		nd := at(slabs, ref)
+		nd := arena.At(slabs, ref)
 		i := route(slabs, nd, kp, key, false)
 		path = append(path, pathEl{ref, i})
 		ref = child(nd, i)
@@ -145,21 +146,21 @@ func btGet(slabs [][]byte, r *btree, key []byte) ([]byte, bool) {
 	kp := prefix(key)
 	ref := r.root
 	for range int(r.height) {
-		nd := at(slabs, ref)
+		nd := arena.At(slabs, ref)
 		ref = child(nd, route(slabs, nd, kp, key, false))
 	}
-	nd := at(slabs, ref)
+	nd := arena.At(slabs, ref)
 	i, ok := leafSearch(slabs, nd, kp, key)
 	if !ok {
 		return nil, false
 	}
-	_, v, _, ok := decodeItem(at(slabs, leafRef(nd, i)))
+	_, v, _, ok := decodeItem(arena.At(slabs, leafRef(nd, i)))
 	return v, ok
 }
 
 func (t *table) newItem(key, val []byte) (uint64, int) {
 	n := itemSize(len(key), len(val))
-	ref, b := t.alloc(n)
+	ref, b := t.Alloc(n)
 	writeItem(b, key, val)
 	return ref, n
 }
@@ -169,16 +170,16 @@ func (t *table) newItem(key, val []byte) (uint64, int) {
 func (t *table) mutNode(r *btree, path []pathEl, l int) []byte {
 	ref := path[l].ref
 	if !t.frozen(ref) {
-		return at(t.slabs, ref)
+		return arena.At(t.Slabs, ref)
 	}
 	size := innerSize
 	if l == int(r.height) {
-		size = leafSize(nodeCap(at(t.slabs, ref)))
+		size = leafSize(nodeCap(arena.At(t.Slabs, ref)))
 	}
 	nref := t.copyRegion(ref, size)
 	path[l].ref = nref
 	t.setChild(r, path, l-1, nref)
-	return at(t.slabs, nref)
+	return arena.At(t.Slabs, nref)
 }
 
 // setChild points the child slot path[l].idx of the node at path[l] (or the
@@ -197,7 +198,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 	kp := prefix(key)
 	if r.root == 0 {
 		ref, n := t.newItem(key, val)
-		leaf, nd := t.alloc(leafSize(1))
+		leaf, nd := t.Alloc(leafSize(1))
 		setN(nd, 1)
 		setCap(nd, 1)
 		put64(nd, 1, kp)
@@ -206,14 +207,14 @@ func (t *table) btPut(r *btree, key, val []byte) {
 		return
 	}
 	var buf [16]pathEl
-	path := descend(t.slabs, r, kp, key, buf[:0])
+	path := descend(t.Slabs, r, kp, key, buf[:0])
 	h := int(r.height)
-	nd := at(t.slabs, path[h].ref)
-	idx, found := leafSearch(t.slabs, nd, kp, key)
+	nd := arena.At(t.Slabs, path[h].ref)
+	idx, found := leafSearch(t.Slabs, nd, kp, key)
 	path[h].idx = idx
 	if found {
 		old := leafRef(nd, idx)
-		_, ov, osize, _ := decodeItem(at(t.slabs, old))
+		_, ov, osize, _ := decodeItem(arena.At(t.Slabs, old))
 		if len(ov) == len(val) && !t.frozen(old) {
 			copy(ov, val)
 			return
@@ -239,7 +240,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 	}
 	if c < btMax {
 		nc := min(2*c, btMax)
-		nref, nn := t.alloc(leafSize(nc))
+		nref, nn := t.Alloc(leafSize(nc))
 		copy(nn[8:], nd[8:8+16*idx])
 		copy(nn[8+16*(idx+1):], nd[8+16*idx:8+16*cnt])
 		put64(nn, 1+2*idx, kp)
@@ -262,7 +263,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 		j++
 	}
 	const left = (btMax + 2) / 2
-	rref, rn := t.alloc(leafSize(btMax))
+	rref, rn := t.Alloc(leafSize(btMax))
 	r.bytes += int64(leafSize(btMax))
 	for i := left; i <= btMax; i++ {
 		put64(rn, 1+2*(i-left), items[i][0])
@@ -282,7 +283,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 // node at path[l], splitting it if full; l < 0 grows a new root.
 func (t *table) insertChild(r *btree, path []pathEl, l int, p, sep, ch uint64) {
 	if l < 0 {
-		ref, nd := t.alloc(innerSize)
+		ref, nd := t.Alloc(innerSize)
 		setN(nd, 2)
 		setCap(nd, btMax)
 		put64(nd, 3, r.root)
@@ -315,7 +316,7 @@ func (t *table) insertChild(r *btree, path []pathEl, l int, p, sep, ch uint64) {
 		j++
 	}
 	const left = (btMax + 2) / 2
-	rref, rn := t.alloc(innerSize)
+	rref, rn := t.Alloc(innerSize)
 	r.bytes += innerSize
 	for i := left; i <= btMax; i++ {
 		for w := range 3 {
@@ -340,15 +341,15 @@ func (t *table) btDelete(r *btree, key []byte) bool {
 	}
 	kp := prefix(key)
 	var buf [16]pathEl
-	path := descend(t.slabs, r, kp, key, buf[:0])
+	path := descend(t.Slabs, r, kp, key, buf[:0])
 	h := int(r.height)
-	nd := at(t.slabs, path[h].ref)
-	idx, found := leafSearch(t.slabs, nd, kp, key)
+	nd := arena.At(t.Slabs, path[h].ref)
+	idx, found := leafSearch(t.Slabs, nd, kp, key)
 	if !found {
 		return false
 	}
 	path[h].idx = idx
-	_, _, size, _ := decodeItem(at(t.slabs, leafRef(nd, idx)))
+	_, _, size, _ := decodeItem(arena.At(t.Slabs, leafRef(nd, idx)))
 	r.count--
 	r.bytes -= int64(size)
 	t.garbage += int64(size)
@@ -372,7 +373,7 @@ func (t *table) btDelete(r *btree, key []byte) bool {
 
 // removeChild removes child path[l].idx from the inner node at path[l].
 func (t *table) removeChild(r *btree, path []pathEl, l int) {
-	nd := at(t.slabs, path[l].ref)
+	nd := arena.At(t.Slabs, path[l].ref)
 	n := nodeN(nd)
 	if n == 1 {
 		t.garbage += innerSize
@@ -389,7 +390,7 @@ func (t *table) removeChild(r *btree, path []pathEl, l int) {
 	copy(nd[8+24*idx:8+24*(n-1)], nd[8+24*(idx+1):8+24*n])
 	setN(nd, n-1)
 	for r.height > 0 {
-		root := at(t.slabs, r.root)
+		root := arena.At(t.Slabs, r.root)
 		if nodeN(root) != 1 {
 			break
 		}
@@ -424,7 +425,7 @@ func btRange(slabs [][]byte, r *btree, lo, hi []byte, reverse bool, fn func(uk, 
 }
 
 func (it *btIter) asc(ref uint64, h int, lo []byte) bool {
-	nd := at(it.slabs, ref)
+	nd := arena.At(it.slabs, ref)
 	n := nodeN(nd)
 	if h == 0 {
 		i := 0
@@ -432,7 +433,7 @@ func (it *btIter) asc(ref uint64, h int, lo []byte) bool {
 			i, _ = leafSearch(it.slabs, nd, prefix(lo), lo)
 		}
 		for ; i < n; i++ {
-			uk, v, _, ok := decodeItem(at(it.slabs, leafRef(nd, i)))
+			uk, v, _, ok := decodeItem(arena.At(it.slabs, leafRef(nd, i)))
 			if !ok {
 				it.err = errCorrupt
 				return false
@@ -460,7 +461,7 @@ func (it *btIter) asc(ref uint64, h int, lo []byte) bool {
 }
 
 func (it *btIter) desc(ref uint64, h int, hi []byte) bool {
-	nd := at(it.slabs, ref)
+	nd := arena.At(it.slabs, ref)
 	n := nodeN(nd)
 	if h == 0 {
 		i := n - 1
@@ -469,7 +470,7 @@ func (it *btIter) desc(ref uint64, h int, hi []byte) bool {
 			i = j - 1
 		}
 		for ; i >= 0; i-- {
-			uk, v, _, ok := decodeItem(at(it.slabs, leafRef(nd, i)))
+			uk, v, _, ok := decodeItem(arena.At(it.slabs, leafRef(nd, i)))
 			if !ok {
 				it.err = errCorrupt
 				return false
@@ -509,7 +510,7 @@ func (t *table) btBuild(items [][2]uint64) btree {
 	level := make([]node, 0, (len(items)+btMax-1)/btMax)
 	for _, chunk := range chunks(len(items)) {
 		c := chunk[1] - chunk[0]
-		ref, nd := t.alloc(leafSize(c))
+		ref, nd := t.Alloc(leafSize(c))
 		r.bytes += int64(leafSize(c))
 		for i := range c {
 			put64(nd, 1+2*i, items[chunk[0]+i][0])
@@ -522,7 +523,7 @@ func (t *table) btBuild(items [][2]uint64) btree {
 	for len(level) > 1 {
 		next := make([]node, 0, (len(level)+btMax-1)/btMax)
 		for _, chunk := range chunks(len(level)) {
-			ref, nd := t.alloc(innerSize)
+			ref, nd := t.Alloc(innerSize)
 			r.bytes += innerSize
 			for i := range chunk[1] - chunk[0] {
 				c := level[chunk[0]+i]

@@ -257,7 +257,7 @@ func TestNoCopyWithoutLiveSnapshot(t *testing.T) {
 	for vt.main.odir != nil {
 		vt.migrate(&vt.main, 1<<20)
 	}
-	vused, mused := vt.used, mt.used
+	vused, mused := vt.Used, mt.Used
 	pages := append([]pg(nil), vt.main.dir...)
 	for i := range 5000 {
 		val[0] = byte(i)
@@ -268,8 +268,8 @@ func TestNoCopyWithoutLiveSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if vt.used != vused || mt.used != mused {
-		t.Fatalf("overwrites with no live snapshot allocated: value arena %d -> %d, map arena %d -> %d", vused, vt.used, mused, mt.used)
+	if vt.Used != vused || mt.Used != mused {
+		t.Fatalf("overwrites with no live snapshot allocated: value arena %d -> %d, map arena %d -> %d", vused, vt.Used, mused, mt.Used)
 	}
 	for i, p := range vt.main.dir {
 		if &p.b[0] != &pages[i].b[0] {
@@ -307,13 +307,13 @@ func TestFirstMapPutAfterSnapshotCopiesLittle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := tb.used
+		before := tb.Used
 		val[0] = 1
 		if err := ms.Put(k, []byte("05000"), val); err != nil {
 			t.Fatal(err)
 		}
 		// A root-to-leaf path of three or four nodes and the new entry.
-		if grew := tb.used - before; grew > int64(4*innerSize+leafSize(btMax)+64) {
+		if grew := tb.Used - before; grew > int64(4*innerSize+leafSize(btMax)+64) {
 			t.Fatalf("%v: the first Put after a snapshot allocated %d bytes", kind, grew)
 		}
 		got, err := storetest.Dump(snap)

@@ -13,7 +13,8 @@
 //   - An arena: append-only []byte slabs (512 bytes growing to
 //     Options.MaxSlabSize, 1 MiB), addressed by 64-bit refs (slab index,
 //     offset). Slabs hold no pointers, so the collector never scans them,
-//     are never reallocated, and their bytes are never handed out twice.
+//     are never reallocated, and their bytes are never handed out twice
+//     (package backends/internal/arena, which backends/btree shares).
 //   - A hash table of fixed-width records in Go-allocated []byte pages of
 //     512 records, behind a page directory. A record is a 4-byte control
 //     word (the top 24 bits of the hash, and whether the entry is inline)

@@ -2,6 +2,7 @@ package cow
 
 import (
 	"encoding/binary"
+	"github.com/stategen/stategen/backends/internal/arena"
 	"math/bits"
 )
 
@@ -90,7 +91,7 @@ func recEntry(slabs [][]byte, rec []byte) []byte {
 	if rec[0]&3 == recInline {
 		return rec[4:]
 	}
-	return at(slabs, binary.LittleEndian.Uint64(rec[4:]))
+	return arena.At(slabs, binary.LittleEndian.Uint64(rec[4:]))
 }
 
 // find returns the record of (key, ns) in r, or nil.
@@ -296,7 +297,7 @@ func (t *table) put(rec []byte, c uint32, e []byte, ref uint64) {
 	}
 	if ref == 0 {
 		var b []byte
-		ref, b = t.alloc(len(e))
+		ref, b = t.Alloc(len(e))
 		copy(b, e)
 	}
 	binary.LittleEndian.PutUint32(rec, c&^0xff|recRef)
@@ -384,7 +385,7 @@ func (t *table) migrate(r *htab, n int) {
 	for pos := r.mig; pos < end; pos++ {
 		rec := record(r.odir, ow, pos)
 		if c := ctrl(rec); c > recTomb {
-			t.place(r, c, recEntry(t.slabs, rec), entryRef(rec))
+			t.place(r, c, recEntry(t.Slabs, rec), entryRef(rec))
 		}
 	}
 	r.mig = end

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 
+	"github.com/stategen/stategen/backends/internal/arena"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -59,7 +60,7 @@ func DefaultRestoreConcurrency() int {
 }
 
 const (
-	defaultMaxSlabSize = 1 << offBits
+	defaultMaxSlabSize = arena.MaxSlabSize
 	minMaxSlabSize     = 1 << 10
 	defaultMinGarbage  = 64 << 10
 )

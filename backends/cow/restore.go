@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/stategen/stategen/backends/internal/arena"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
 )
@@ -276,7 +277,7 @@ func (ld *loader) add(e runtime.Entry) error {
 	if err := storekit.CheckEntryShape(spec, e); err != nil {
 		return err
 	}
-	if len(ld.t.slabs) > maxSlabs-slabHeadroom {
+	if len(ld.t.Slabs) > arena.MaxSlabs-slabHeadroom {
 		return ErrTooLarge
 	}
 	n := len(ld.runs)
@@ -344,7 +345,7 @@ func (ld *loader) build() error {
 	for _, i := range ld.pageOrder() {
 		r := &ld.runs[i]
 		key, ns := ld.bytes(r.key), ld.bytes(r.ns)
-		pos, found := probeFree(t.slabs, m, r.mainTarget, key, ns)
+		pos, found := probeFree(t.Slabs, m, r.mainTarget, key, ns)
 		if found {
 			if err := ld.merge(r, pos); err != nil {
 				return err
@@ -357,7 +358,7 @@ func (ld *loader) build() error {
 			val = ld.bytes(r.data)
 		case runtime.KindList:
 			elems := ld.bytes(r.data)
-			region, b := t.alloc(len(elems))
+			region, b := t.Alloc(len(elems))
 			copy(b, elems)
 			encodeList(hv[:], region, len(elems), len(elems))
 			val = hv[:listHdrSize]
@@ -378,7 +379,7 @@ func (ld *loader) build() error {
 			}
 		}
 	}
-	if len(t.slabs) > maxSlabs-slabHeadroom {
+	if len(t.Slabs) > arena.MaxSlabs-slabHeadroom {
 		return ErrTooLarge
 	}
 	return nil
@@ -424,7 +425,7 @@ func (t *table) putNew(rec []byte, c uint32, key, ns, val []byte) int {
 		writeEntry(rec[4:], key, ns, val)
 		return n
 	}
-	ref, b := t.alloc(n)
+	ref, b := t.Alloc(n)
 	writeEntry(b, key, ns, val)
 	binary.LittleEndian.PutUint32(rec, c&^0xff|recRef)
 	binary.LittleEndian.PutUint64(rec[4:], ref)
@@ -464,14 +465,14 @@ func (ld *loader) merge(r *loadRun, pos int) error {
 		return fmt.Errorf("%w: the elements of the list of key %x, namespace %x are not consecutive",
 			runtime.ErrCorrupt, ld.bytes(r.key), ld.bytes(r.ns))
 	}
-	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, record(m.dir, int(m.w), pos)))
+	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, record(m.dir, int(m.w), pos)))
 	root, ok := decodeBtree(rv)
 	if !ok {
 		return errCorrupt
 	}
 	for i := r.items[0]; i < r.items[1]; i++ {
-		uk, v, size, _ := decodeItem(at(t.slabs, ld.items[i][1]))
-		if _, dup := btGet(t.slabs, &root, uk); dup {
+		uk, v, size, _ := decodeItem(arena.At(t.Slabs, ld.items[i][1]))
+		if _, dup := btGet(t.Slabs, &root, uk); dup {
 			return ld.duplicate(r, uk)
 		}
 		t.btPut(&root, uk, v)
@@ -493,7 +494,7 @@ func (ld *loader) duplicate(r *loadRun, uk []byte) error {
 func (ld *loader) tree(r *loadRun) (btree, error) {
 	t := ld.t
 	items := ld.items[r.items[0]:r.items[1]]
-	key := func(it [2]uint64) []byte { return itemKey(at(t.slabs, it[1])) }
+	key := func(it [2]uint64) []byte { return itemKey(arena.At(t.Slabs, it[1])) }
 	order := func(a, b [2]uint64) int { return cmpItemKeys(a[0], key(a), b[0], key(b)) }
 	if !slices.IsSortedFunc(items, order) {
 		slices.SortFunc(items, order)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/stategen/stategen/backends/internal/arena"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
 )
@@ -53,7 +54,7 @@ func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
 		t = newTable(st.spec.Kind, &s.opts, s.seq)
 		st.tabs[k.Group()-s.cfg.KeyGroups.Start] = t
 	}
-	if len(t.slabs) > maxSlabs-slabHeadroom {
+	if len(t.Slabs) > arena.MaxSlabs-slabHeadroom {
 		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group())
 	}
 	if t.cow = s.snaps.Any(); !t.cow && len(t.prot) != 0 {
@@ -101,8 +102,8 @@ func (st *state) Clear(k runtime.Key) error {
 		return err
 	}
 	h := st.hash(k)
-	if rec, l := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
-		_, _, val, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	if rec, l := find(t.Slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
+		_, _, val, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 		t.removeEntry(&t.main, l, t.owned(val))
 		st.removed(t, k)
 	}
@@ -119,21 +120,21 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	st.s.iterating++
 	defer func() { st.s.iterating-- }()
 	if !st.spec.SubKeyed {
-		if rec, _ := find(t.slabs, &t.main, k.Hash(), k.Bytes(), nil); rec != nil {
+		if rec, _ := find(t.Slabs, &t.main, k.Hash(), k.Bytes(), nil); rec != nil {
 			fn([]byte{})
 		}
 		return nil
 	}
-	rec, _ := find(t.slabs, &t.nsIdx, k.Hash(), k.Bytes(), nil)
+	rec, _ := find(t.Slabs, &t.nsIdx, k.Hash(), k.Bytes(), nil)
 	if rec == nil {
 		return nil
 	}
-	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, ok := decodeBtree(rv)
 	if !ok {
 		return errCorrupt
 	}
-	return btRange(t.slabs, &root, nil, nil, false, func(ns, _ []byte) bool { return fn(ns) })
+	return btRange(t.Slabs, &root, nil, nil, false, func(ns, _ []byte) bool { return fn(ns) })
 }
 
 // Keys implements runtime.State, in table order. A keyed state's main
@@ -156,7 +157,7 @@ func (st *state) Keys(kg int, fn func(key []byte) bool) error {
 	defer func() { s.iterating-- }()
 	bad := false
 	scanTable(r, func(rec []byte) bool {
-		key, _, _, _, ok := decodeEntry(recEntry(t.slabs, rec))
+		key, _, _, _, ok := decodeEntry(recEntry(t.Slabs, rec))
 		if !ok {
 			bad = true
 			return false
@@ -179,17 +180,17 @@ func (st *state) DeleteAll(k runtime.Key) error {
 		return err
 	}
 	t.step(&t.nsIdx)
-	rec, l := find(t.slabs, &t.nsIdx, k.Hash(), k.Bytes(), nil)
+	rec, l := find(t.Slabs, &t.nsIdx, k.Hash(), k.Bytes(), nil)
 	if rec == nil {
 		return st.done(t, nil)
 	}
-	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, _ := decodeBtree(rv)
-	slabs := t.slabs // removals below only append to the arena
+	slabs := t.Slabs // removals below only append to the arena
 	err = btRange(slabs, &root, nil, nil, false, func(ns, _ []byte) bool {
 		h := k.Hash() ^ nsHash(ns)
-		if mrec, ml := find(t.slabs, &t.main, h, k.Bytes(), ns); mrec != nil {
-			_, _, val, _, _ := decodeEntry(recEntry(t.slabs, mrec))
+		if mrec, ml := find(t.Slabs, &t.main, h, k.Bytes(), ns); mrec != nil {
+			_, _, val, _, _ := decodeEntry(recEntry(t.Slabs, mrec))
 			t.removeEntry(&t.main, ml, t.owned(val))
 		}
 		return true
@@ -258,11 +259,11 @@ func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 	case lookupAbsent:
 		return nil, false, nil
 	}
-	rec, _ := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace())
+	rec, _ := find(t.Slabs, &t.main, h, k.Bytes(), k.Namespace())
 	if rec == nil {
 		return nil, false, nil
 	}
-	_, _, val, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, val, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	return val, true, nil
 }
 
@@ -314,8 +315,8 @@ func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byt
 			}
 		case lookupAbsent:
 		default:
-			if rec, _ := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
-				_, _, old, _, _ = decodeEntry(recEntry(t.slabs, rec))
+			if rec, _ := find(t.Slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
+				_, _, old, _, _ = decodeEntry(recEntry(t.Slabs, rec))
 				found = true
 			}
 		}
@@ -353,7 +354,7 @@ func (v valueState) put(k runtime.Key, value []byte) error {
 		copy(rec[vs:ve], value)
 		return v.done(t, nil)
 	}
-	if rec, l := find(t.slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
+	if rec, l := find(t.Slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {
 		t.setValue(&t.main, l, value)
 		return v.done(t, nil)
 	}
@@ -372,14 +373,14 @@ func (ls listState) Get(k runtime.Key, fn func(elem []byte) bool) error {
 	if err != nil || t == nil {
 		return err
 	}
-	rec, _ := find(t.slabs, &t.main, ls.hash(k), k.Bytes(), k.Namespace())
+	rec, _ := find(t.Slabs, &t.main, ls.hash(k), k.Bytes(), k.Namespace())
 	if rec == nil {
 		return nil
 	}
-	_, _, hv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, hv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	ls.s.iterating++
 	defer func() { ls.s.iterating-- }()
-	return listScan(t.slabs, hv, fn)
+	return listScan(t.Slabs, hv, fn)
 }
 
 // Add implements runtime.ListState.
@@ -429,7 +430,7 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	v, ok := treeGet(t.slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
+	v, ok := treeGet(t.Slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
 	return v, ok, nil
 }
 
@@ -462,7 +463,7 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		found bool
 	)
 	if t != nil {
-		old, found = treeGet(t.slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
+		old, found = treeGet(t.Slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
 		old = old[:len(old):len(old)]
 	}
 	nv, err := st.callUpdate(fn, old, found)
@@ -535,18 +536,18 @@ func (m mapState) scan(k runtime.Key, lo, hi []byte, reverse bool, fn func(userK
 	if err != nil || t == nil {
 		return err
 	}
-	rec, _ := find(t.slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace())
+	rec, _ := find(t.Slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace())
 	if rec == nil {
 		return nil
 	}
-	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, ok := decodeBtree(rv)
 	if !ok {
 		return errCorrupt
 	}
 	m.s.iterating++
 	defer func() { m.s.iterating-- }()
-	return btRange(t.slabs, &root, lo, hi, reverse, fn)
+	return btRange(t.Slabs, &root, lo, hi, reverse, fn)
 }
 
 // sortedMapState implements runtime.SortedMapState.

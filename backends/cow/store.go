@@ -139,9 +139,9 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 				continue
 			}
 			tv := &sv.tabs[i]
-			tv.slabs, tv.main, tv.seq, tv.lease = t.slabs, t.main, s.seq, snap.lease
+			tv.slabs, tv.main, tv.seq, tv.lease = t.Slabs, t.main, s.seq, snap.lease
 			t.protect(tv)
-			t.marks = t.mark()
+			t.marks = t.Mark()
 			t.frozenEpoch = s.seq
 		}
 		snap.states[name] = sv

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stategen/stategen/backends/internal/arena"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -24,14 +25,14 @@ var (
 // of its hash tables. Snapshots copy the table's roots and slab list, never
 // its entries.
 type table struct {
-	arena
+	arena.Arena
 	main  htab // (key, namespace) -> value, list header or B-tree root
 	nsIdx htab // sub-keyed states: key -> B-tree of its namespaces
 	kind  runtime.Kind
 	// marks is the end of the arena at the newest snapshot; cow, set by
 	// every write from the store's count of live snapshots, says whether a
 	// snapshot may still see what lies below it.
-	marks      marks
+	marks      arena.Marks
 	cow        bool
 	garbage    int64 // bytes of regions no longer reachable from the roots
 	minCompact int64
@@ -96,18 +97,18 @@ func (t *table) dropFreed() {
 }
 
 func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {
-	return &table{arena: newArena(o.MaxSlabSize), kind: kind, minCompact: int64(o.CompactionMinGarbage), epoch: epoch}
+	return &table{Arena: arena.New(o.MaxSlabSize), kind: kind, minCompact: int64(o.CompactionMinGarbage), epoch: epoch}
 }
 
 // frozen reports whether a live snapshot may reach the region at ref, which
 // must then not be written.
-func (t *table) frozen(ref uint64) bool { return t.cow && t.marks.frozen(ref) }
+func (t *table) frozen(ref uint64) bool { return t.cow && t.marks.Frozen(ref) }
 
 // copyRegion copies the n-byte region at ref into a fresh one; the old one
 // becomes garbage.
 func (t *table) copyRegion(ref uint64, n int) uint64 {
-	nref, b := t.alloc(n)
-	copy(b, at(t.slabs, ref)[:n])
+	nref, b := t.Alloc(n)
+	copy(b, arena.At(t.Slabs, ref)[:n])
 	t.garbage += int64(n)
 	return nref
 }
@@ -120,7 +121,7 @@ func (t *table) setValue(r *htab, l loc, val []byte) {
 	dir, _, w := r.table(l.old)
 	rec := record(dir, w, l.pos)
 	ref := entryRef(rec)
-	key, ns, old, size, _ := decodeEntry(recEntry(t.slabs, rec))
+	key, ns, old, size, _ := decodeEntry(recEntry(t.Slabs, rec))
 	if len(old) == len(val) {
 		if ref == 0 {
 			mrec := t.mutRecord(r, l.old, l.pos)
@@ -168,7 +169,7 @@ func (t *table) insertEntry(r *htab, h uint64, key, ns, val []byte) error {
 func (t *table) removeEntry(r *htab, l loc, extra int64) {
 	dir, _, w := r.table(l.old)
 	rec := record(dir, w, l.pos)
-	_, _, _, size, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, _, size, _ := decodeEntry(recEntry(t.Slabs, rec))
 	if entryRef(rec) != 0 {
 		t.garbage += int64(size)
 	}
@@ -228,22 +229,22 @@ func writeElems(b []byte, elems [][]byte) {
 // created the list.
 func (t *table) listAppend(h uint64, key, ns []byte, elems [][]byte) (bool, error) {
 	need := listBytes(elems)
-	rec, l := find(t.slabs, &t.main, h, key, ns)
+	rec, l := find(t.Slabs, &t.main, h, key, ns)
 	var hdr [listHdrSize]byte
 	if rec == nil {
-		region, b := t.alloc(need)
+		region, b := t.Alloc(need)
 		writeElems(b, elems)
 		encodeList(hdr[:], region, need, need)
 		return true, t.insertEntry(&t.main, h, key, ns, hdr[:])
 	}
-	_, _, hv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, hv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	region, used, capb := decodeList(hv)
 	if used+need <= capb {
-		writeElems(at(t.slabs, region)[used:], elems)
+		writeElems(arena.At(t.Slabs, region)[used:], elems)
 	} else {
 		ncap := max(2*capb, used+need)
-		nregion, b := t.alloc(ncap)
-		copy(b, at(t.slabs, region)[:used])
+		nregion, b := t.Alloc(ncap)
+		copy(b, arena.At(t.Slabs, region)[:used])
 		writeElems(b[used:], elems)
 		t.garbage += int64(capb)
 		region, capb = nregion, ncap
@@ -256,19 +257,19 @@ func (t *table) listAppend(h uint64, key, ns []byte, elems [][]byte) (bool, erro
 // listReplace replaces the list of (key, ns) with elems (not empty).
 func (t *table) listReplace(h uint64, key, ns []byte, elems [][]byte) (bool, error) {
 	need := listBytes(elems)
-	rec, l := find(t.slabs, &t.main, h, key, ns)
+	rec, l := find(t.Slabs, &t.main, h, key, ns)
 	if rec == nil {
 		return t.listAppend(h, key, ns, elems)
 	}
 	var hdr [listHdrSize]byte
-	_, _, hv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, hv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	region, _, capb := decodeList(hv)
 	if capb < need || t.frozen(region) {
 		t.garbage += int64(capb)
-		region, _ = t.alloc(need)
+		region, _ = t.Alloc(need)
 		capb = need
 	}
-	writeElems(at(t.slabs, region)[:capb], elems)
+	writeElems(arena.At(t.Slabs, region)[:capb], elems)
 	encodeList(hdr[:], region, need, capb)
 	t.setValue(&t.main, l, hdr[:])
 	return false, nil
@@ -280,7 +281,7 @@ func listScan(slabs [][]byte, hv []byte, fn func(elem []byte) bool) error {
 	if region == 0 {
 		return errCorrupt
 	}
-	b := at(slabs, region)
+	b := arena.At(slabs, region)
 	if used > len(b) {
 		return errCorrupt
 	}
@@ -315,7 +316,7 @@ func treeGet(slabs [][]byte, r *htab, h uint64, key, ns, uk []byte) ([]byte, boo
 // treePut sets uk to val in the tree of the entry (key, ns) of r, creating
 // the entry if needed, and reports whether it did.
 func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, error) {
-	rec, l := find(t.slabs, r, h, key, ns)
+	rec, l := find(t.Slabs, r, h, key, ns)
 	var rb [btRootSize]byte
 	if rec == nil {
 		var root btree
@@ -323,7 +324,7 @@ func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, error
 		root.encode(rb[:])
 		return true, t.insertEntry(r, h, key, ns, rb[:])
 	}
-	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, _ := decodeBtree(rv)
 	before := root
 	t.btPut(&root, uk, val)
@@ -337,11 +338,11 @@ func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, error
 // treeDelete removes uk from the tree of the entry (key, ns) of r, removing
 // the entry if the tree becomes empty, and reports whether it did.
 func (t *table) treeDelete(r *htab, h uint64, key, ns, uk []byte) bool {
-	rec, l := find(t.slabs, r, h, key, ns)
+	rec, l := find(t.Slabs, r, h, key, ns)
 	if rec == nil {
 		return false
 	}
-	_, _, rv, _, _ := decodeEntry(recEntry(t.slabs, rec))
+	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, _ := decodeBtree(rv)
 	before := root
 	if !t.btDelete(&root, uk) {
@@ -359,17 +360,10 @@ func (t *table) treeDelete(r *htab, h uint64, key, ns, uk []byte) bool {
 	return false
 }
 
-// maybeCompact compacts t once its garbage outweighs its live bytes. While a
-// snapshot is live, compaction frees nothing until the snapshot is released
-// (the snapshot keeps the old arena), so it waits for four times the live
-// bytes: enough to bound memory under back-to-back snapshots, rare enough
-// not to tax the copy-on-write path.
+// maybeCompact compacts t once its garbage outweighs its live bytes, or four
+// times them while a snapshot is live (arena.CompactDue explains why).
 func (t *table) maybeCompact() {
-	if t.garbage < t.minCompact {
-		return
-	}
-	live := t.used - t.garbage
-	if t.garbage > live && (!t.cow || t.garbage > 4*live) {
+	if arena.CompactDue(t.Used, t.garbage, t.minCompact, t.cow) {
 		t.compact()
 	}
 }
@@ -379,10 +373,10 @@ func (t *table) maybeCompact() {
 // Live snapshots keep the old arena alive through their own slab lists; the
 // new arena holds nothing they can see.
 func (t *table) compact() {
-	src := t.slabs
+	src := t.Slabs
 	oldMain, oldNS := t.main, t.nsIdx
-	t.arena = newArenaFor(t.maxSlab, t.used-t.garbage)
-	t.marks = marks{}
+	t.Arena = arena.NewFor(t.MaxSlab(), t.Used-t.garbage)
+	t.marks = arena.Marks{}
 	clear(t.prot)
 	t.prot = t.prot[:0]
 	t.garbage = 0
@@ -407,8 +401,8 @@ func (t *table) rebuild(src [][]byte, r *htab, kind runtime.Kind, items *[][2]ui
 		switch kind {
 		case runtime.KindList:
 			region, used, _ := decodeList(val)
-			nregion, b := t.alloc(max(used, 1))
-			copy(b, at(src, region)[:used])
+			nregion, b := t.Alloc(max(used, 1))
+			copy(b, arena.At(src, region)[:used])
 			encodeList(hv[:], nregion, used, max(used, 1))
 			val = hv[:listHdrSize]
 		case runtime.KindMap, runtime.KindSortedMap:

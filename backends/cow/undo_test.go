@@ -386,7 +386,7 @@ func TestSavedRecordIsWrittenWhileReaderIsOnPage(t *testing.T) {
 	// Write a key of page 0 once, so that its record is saved.
 	var k runtime.Key
 	for _, c := range keys {
-		if _, l := find(tb.slabs, &tb.main, c.Hash(), c.Bytes(), nil); !l.old && l.pos < pageSlots {
+		if _, l := find(tb.Slabs, &tb.main, c.Hash(), c.Bytes(), nil); !l.old && l.pos < pageSlots {
 			k = c
 			break
 		}
