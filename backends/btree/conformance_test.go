@@ -33,6 +33,14 @@ func TestConformanceDegree2(t *testing.T) {
 	storetest.Run(t, factory(btree.Options{Degree: 2}), storetest.Sorted())
 }
 
+// TestConformanceTinySlabsEagerCompaction runs the suite with the smallest
+// slabs (many slabs, large values in slabs of their own) and a compaction
+// whenever garbage outweighs the live bytes, however few, so that every
+// path of the arena is exercised, with snapshots live across compactions.
+func TestConformanceTinySlabsEagerCompaction(t *testing.T) {
+	storetest.Run(t, factory(btree.Options{MaxSlabSize: 1 << 10, CompactionMinGarbage: 1}), storetest.Sorted())
+}
+
 // TestConformanceThroughFiles runs the suite with every snapshot written
 // to checkpoint files and read back, rescaling included.
 func TestConformanceThroughFiles(t *testing.T) {

@@ -1,67 +1,80 @@
 package btree
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 
-	tb "github.com/tidwall/btree"
-
+	"github.com/stategen/stategen/backends/internal/arena"
 	"github.com/stategen/stategen/runtime/storekit"
 )
 
-// item is one entry of a tree: its item key (see the package doc) followed
-// by its value in one allocation, so that an entry costs one heap object
-// and one pointer for the garbage collector to trace.
+// item is one entry of a tree: the first 24 bytes of its item key (see the
+// package doc) and the ref of the entry's region in the tree's arena, with
+// the lengths needed to read it. It holds no Go pointer, so the nodes'
+// item slices are never scanned by the garbage collector, and a write
+// allocates nothing per entry: the bytes go into the arena's slabs.
 //
 // p0, p1 and p2 hold the first 24 bytes of the item key, big-endian and
 // padded with zeros: most comparisons are decided by them, without reading
-// b, which would cost a cache miss per comparison in a large tree. The item
-// keys of a value of a 20-byte key, or of a map entry of an int64 key and
-// an int64 user key, fit whole.
+// the arena, which would cost a cache miss per comparison in a large tree.
+// An item key of at most inlineLen bytes is held whole by them and is not
+// stored in the arena at all; a longer one is stored whole at the start of
+// the region. The region is then
 //
-// The bytes of b[:len(b)] are never written once the item is in a tree: a
-// snapshot that shares the item reads them while the live tree changes. A
-// list's Add may append into b's spare capacity, beyond the length of
-// every item that refers to b, and replace the item with a longer one.
+//	values, map entries: item key (if longer than inlineLen) | value (vl bytes)
+//	lists:               item key (if longer than inlineLen) | capacity (4 bytes) | elements (vl bytes used)
+//
+// A region of no bytes (a short item key and an empty value) has ref 0.
+// Which bytes of a region may be written while a snapshot can see them is
+// the tree's business (see tree).
 type item struct {
 	p0, p1, p2 uint64
-	b          []byte
-	kl         uint32
+	ref        uint64 // the region, in the tree's arena; probeRef for a probe
+	kl         uint32 // item key length
+	vl         uint32 // value length; a list's bytes of elements
 }
 
 // inlineLen is the number of item-key bytes held in p0, p1 and p2.
 const inlineLen = 24
 
-// tree is the B-tree every state keeps its entries in.
-type tree = tb.BTreeG[item]
+// probeRef is the ref of a probe: an item built to search for an item key,
+// whose bytes (if longer than inlineLen) are the tree's probe key. No
+// region has it: refs use arena.RefBits bits.
+const probeRef = ^uint64(0)
 
-// iterator is a tree iterator.
-type iterator = tb.IterG[item]
+// capLen is the size of a list region's capacity field.
+const capLen = 4
 
-// key returns the item key, and value the value; both are capped, so that
-// an append by a reader cannot reach the bytes after them.
-func (it item) key() []byte   { return it.b[:it.kl:it.kl] }
-func (it item) value() []byte { return it.b[it.kl:len(it.b):len(it.b)] }
+// storedKey returns how many bytes of an item key of length kl its region
+// holds: all of them, or none if the inline prefix holds them.
+func storedKey(kl uint32) int {
+	if kl > inlineLen {
+		return int(kl)
+	}
+	return 0
+}
 
-// lessItem orders items by item key, bytewise. If the padded prefixes
+// prefixLess orders items by item key, bytewise, where their inline
+// prefixes decide: it returns (less, true) then, and (_, false) if both
+// keys are longer than the prefix and share it. If the padded prefixes
 // differ, their order is the keys' order (a key that ends inside the
 // prefix is padded with zeros, below any byte that could follow); if they
-// are equal and both keys fit in them, the shorter key is the smaller.
-func lessItem(a, b item) bool {
+// are equal and one key fits in them, that key is a prefix of the other,
+// so the shorter key is the smaller.
+func prefixLess(a, b item) (less, decided bool) {
 	if a.p0 != b.p0 {
-		return a.p0 < b.p0
+		return a.p0 < b.p0, true
 	}
 	if a.p1 != b.p1 {
-		return a.p1 < b.p1
+		return a.p1 < b.p1, true
 	}
 	if a.p2 != b.p2 {
-		return a.p2 < b.p2
+		return a.p2 < b.p2, true
 	}
-	if a.kl <= inlineLen && b.kl <= inlineLen {
-		return a.kl < b.kl
+	if a.kl <= inlineLen || b.kl <= inlineLen {
+		return a.kl < b.kl, true
 	}
-	return bytes.Compare(a.b[:a.kl], b.b[:b.kl]) < 0
+	return false, false
 }
 
 // inline returns the padded big-endian prefix of item key k.
@@ -74,20 +87,52 @@ func inline(k []byte) (p0, p1, p2 uint64) {
 	return binary.BigEndian.Uint64(pad[:]), binary.BigEndian.Uint64(pad[8:]), binary.BigEndian.Uint64(pad[16:])
 }
 
-// makeItem returns the item of b, whose first kl bytes are the item key.
-func makeItem(b []byte, kl int) item {
-	p0, p1, p2 := inline(b[:kl])
-	return item{p0: p0, p1: p1, p2: p2, b: b, kl: uint32(kl)}
+// shortProbe returns a probe for an item key k of at most inlineLen bytes:
+// comparisons with it never read the probe key or the arena, so a
+// snapshot may search with it on any goroutine.
+func shortProbe(k []byte) item {
+	p0, p1, p2 := inline(k)
+	return item{p0: p0, p1: p1, p2: p2, ref: probeRef, kl: uint32(len(k))}
 }
 
-// probe returns an item that compares equal to the item key k, for
-// searches. It does not copy k.
-func probe(k []byte) item { return makeItem(k, len(k)) }
+// keyOf returns the item key of x: from its region in slabs if it is
+// longer than inlineLen, else decoded from its prefix into buf, whose
+// capacity must be at least inlineLen. Either way it is capped, so that an
+// append by a reader cannot reach the bytes after it.
+func keyOf(slabs [][]byte, x item, buf []byte) []byte {
+	if x.kl > inlineLen {
+		return arena.At(slabs, x.ref)[:x.kl:x.kl]
+	}
+	buf = buf[:inlineLen]
+	binary.BigEndian.PutUint64(buf, x.p0)
+	binary.BigEndian.PutUint64(buf[8:], x.p1)
+	binary.BigEndian.PutUint64(buf[16:], x.p2)
+	return buf[:x.kl:x.kl]
+}
 
-// newTree returns an empty tree of the given degree, without locks: the
-// operator's goroutine is its only user, and snapshots read Copy()s.
-func newTree(degree int) *tree {
-	return tb.NewBTreeGOptions(lessItem, tb.Options{Degree: degree, NoLocks: true})
+// noBytes is the value of an item whose region is empty.
+var noBytes = []byte{}
+
+// valueOf returns the value of x, an item of a value or map state, capped.
+func valueOf(slabs [][]byte, x item) []byte {
+	if x.ref == 0 {
+		return noBytes
+	}
+	ks := storedKey(x.kl)
+	return arena.At(slabs, x.ref)[ks : ks+int(x.vl) : ks+int(x.vl)]
+}
+
+// elemsOf returns the encoded elements of x, an item of a list state,
+// capped.
+func elemsOf(slabs [][]byte, x item) []byte {
+	o := storedKey(x.kl) + capLen
+	return arena.At(slabs, x.ref)[o : o+int(x.vl) : o+int(x.vl)]
+}
+
+// listCap returns the capacity for elements of the region of x, an item
+// of a list state.
+func listCap(slabs [][]byte, x item) int {
+	return int(binary.LittleEndian.Uint32(arena.At(slabs, x.ref)[storedKey(x.kl):]))
 }
 
 // groupLen is the length of the key-group prefix of every item key.

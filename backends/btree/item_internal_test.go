@@ -29,11 +29,22 @@ func randBytes(r *rand.Rand) []byte {
 	return b
 }
 
-// TestLessItemIsBytewiseOrder checks the law the inline prefix must keep:
-// lessItem orders items exactly as bytes.Compare orders their item keys,
-// for keys shorter than, equal to and longer than the inline prefix, and
-// keys that differ only by trailing zero bytes.
-func TestLessItemIsBytewiseOrder(t *testing.T) {
+// testTree returns an empty tree of the default options, with slabs of
+// the least size, so that items spread over many slabs.
+func testTree(t testing.TB, list bool) *tree {
+	o, err := Options{MaxSlabSize: minMaxSlabSize}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTree(&o, list)
+}
+
+// TestLessIsBytewiseOrder checks the law the inline prefix must keep: the
+// trees' less orders items exactly as bytes.Compare orders their item
+// keys, for keys shorter than, equal to and longer than the inline prefix,
+// and keys that differ only by trailing zero bytes, whether an item is in
+// the arena or a probe, and so does before.
+func TestLessIsBytewiseOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	cases := [][2][]byte{
 		{[]byte("ab"), []byte("ab\x00")},
@@ -50,14 +61,31 @@ func TestLessItemIsBytewiseOrder(t *testing.T) {
 		}
 		cases = append(cases, [2][]byte{a, b})
 	}
+	tr := testTree(t, false)
 	for _, c := range cases {
 		a, b := c[0], c[1]
-		ia, ib := makeItem(append(bytes.Clone(a), "value"...), len(a)), probe(b)
-		if got, want := lessItem(ia, ib), bytes.Compare(a, b) < 0; got != want {
-			t.Fatalf("lessItem(%x, %x) = %v, want %v", a, b, got, want)
+		ia, ib := tr.newItem(a, []byte("value")), tr.newItem(b, nil)
+		if got, want := tr.less(ia, ib), bytes.Compare(a, b) < 0; got != want {
+			t.Fatalf("less(%x, %x) = %v, want %v", a, b, got, want)
 		}
-		if got, want := lessItem(ib, ia), bytes.Compare(b, a) < 0; got != want {
-			t.Fatalf("lessItem(%x, %x) = %v, want %v", b, a, got, want)
+		if got, want := tr.less(ib, ia), bytes.Compare(b, a) < 0; got != want {
+			t.Fatalf("less(%x, %x) = %v, want %v", b, a, got, want)
+		}
+		pb := tr.probe(b)
+		if got, want := tr.less(ia, pb), bytes.Compare(a, b) < 0; got != want {
+			t.Fatalf("less(%x, probe %x) = %v, want %v", a, b, got, want)
+		}
+		if got, want := tr.less(pb, ia), bytes.Compare(b, a) < 0; got != want {
+			t.Fatalf("less(probe %x, %x) = %v, want %v", b, a, got, want)
+		}
+		if got, want := tr.before(ia, shortProbe(b), b), bytes.Compare(a, b) < 0; got != want {
+			t.Fatalf("before(%x, %x) = %v, want %v", a, b, got, want)
+		}
+		if got := keyOf(tr.Slabs, ia, make([]byte, inlineLen)); !bytes.Equal(got, a) {
+			t.Fatalf("keyOf(item of %x) = %x", a, got)
+		}
+		if got := valueOf(tr.Slabs, ia); string(got) != "value" || cap(got) != len(got) {
+			t.Fatalf("valueOf(item of %x) = %q (capacity %d), want \"value\", capped", a, got, cap(got))
 		}
 	}
 }
@@ -74,6 +102,7 @@ func TestItemKeyRoundTrip(t *testing.T) {
 		ik        []byte
 	}
 	var prev *parts
+	tr := testTree(t, false)
 	for range 20000 {
 		sub := r.IntN(2) == 0
 		kg := r.IntN(runtime.UpperBoundMaxParallelism)
@@ -102,7 +131,7 @@ func TestItemKeyRoundTrip(t *testing.T) {
 			}
 			q.ik = append(appendEntryKey(nil, kg, q.k, q.ns, sub), q.uk...)
 			want := cmp.Or(bytes.Compare(p.k, q.k), bytes.Compare(p.ns, q.ns), bytes.Compare(p.uk, q.uk)) < 0
-			if got := lessItem(probe(p.ik), probe(q.ik)); got != want {
+			if got := tr.less(tr.newItem(p.ik, nil), tr.probe(q.ik)); got != want {
 				t.Fatalf("items of (%x %x %x) and (%x %x %x): less = %v, want %v", p.k, p.ns, p.uk, q.k, q.ns, q.uk, got, want)
 			}
 		}

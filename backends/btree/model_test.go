@@ -17,9 +17,9 @@ import (
 // A driver applies the same operations to a btree store and to the
 // reference model and compares every result. Its universe of keys,
 // namespaces and user keys is deliberately not prefix-free ("a", "ab",
-// "\x00", the empty string) and holds keys longer than the 16 bytes the
-// items keep inline, so that it checks what the store assumes of its
-// input: nothing.
+// "\x00", the empty string) and holds keys whose item keys are shorter
+// and longer than the 24 bytes the items keep inline, so that it checks
+// what the store assumes of its input: nothing.
 
 var universe = [][]byte{
 	{}, []byte("a"), []byte("ab"), []byte("abc"), []byte("b"),
@@ -303,8 +303,9 @@ func TestAgainstModelArbitraryBytes(t *testing.T) {
 		{Degree: 2},
 		{StoreConfig: runtime.StoreConfig{MaxParallelism: 4, KeyGroups: runtime.KeyGroupRange{Start: 1, End: 3}}, Degree: 3},
 		{StoreConfig: runtime.StoreConfig{MaxParallelism: 1}},
+		{Degree: 3, MaxSlabSize: 1 << 10, CompactionMinGarbage: 1},
 	} {
-		t.Run(fmt.Sprintf("maxP=%d/degree=%d", o.MaxParallelism, o.Degree), func(t *testing.T) {
+		t.Run(fmt.Sprintf("maxP=%d/degree=%d/minGarbage=%d", o.MaxParallelism, o.Degree, o.CompactionMinGarbage), func(t *testing.T) {
 			for seed := range uint64(3) {
 				d := newDriver(t, o, randPick(seed))
 				type live struct{ b, m runtime.Snapshot }
@@ -354,7 +355,7 @@ func FuzzAgainstModel(f *testing.F) {
 			pos++
 			return c % n
 		}
-		d := newDriver(t, btree.Options{Degree: 2, StoreConfig: runtime.StoreConfig{MaxParallelism: 4}}, pick)
+		d := newDriver(t, btree.Options{Degree: 2, StoreConfig: runtime.StoreConfig{MaxParallelism: 4}, MaxSlabSize: 1 << 10, CompactionMinGarbage: 1}, pick)
 		var bs, ms runtime.Snapshot
 		for i := 0; pos < len(choices); i++ {
 			d.step()

@@ -3,6 +3,8 @@ package btree
 import (
 	"fmt"
 
+	"github.com/stategen/stategen/backends/internal/arena"
+
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -21,6 +23,19 @@ type Options struct {
 	// bytes per node.
 	Degree int
 
+	// MaxSlabSize is the size of the largest slab of a tree's arena; the
+	// slabs of a tree grow from 512 bytes to it as the tree grows, and a
+	// value or list region larger than half of it gets a slab of its own.
+	// Default 1 MiB, which is also the maximum; at least 1 KiB.
+	MaxSlabSize int
+
+	// CompactionMinGarbage is the least garbage, in bytes, that makes a
+	// tree compact itself; a tree compacts when its garbage (the regions
+	// of values overwritten with another length or under a snapshot,
+	// deleted entries, lists outgrown) exceeds both this and its live
+	// bytes. Default 64 KiB; tests set 1 to compact as often as possible.
+	CompactionMinGarbage int
+
 	// OnLeakedSnapshot, if set, is called when a snapshot becomes
 	// unreachable without having been released. The store then counts it
 	// as released (see Store.LiveSnapshots), but a leak is a bug in the
@@ -31,9 +46,11 @@ type Options struct {
 }
 
 const (
-	defaultDegree = 32
-	minDegree     = 2
-	maxDegree     = 256
+	defaultDegree     = 32
+	minDegree         = 2
+	maxDegree         = 256
+	minMaxSlabSize    = 1 << 10
+	defaultMinGarbage = 64 << 10
 )
 
 // withDefaults validates o and fills in its defaults.
@@ -48,6 +65,18 @@ func (o Options) withDefaults() (Options, error) {
 		o.Degree = defaultDegree
 	case o.Degree < minDegree || o.Degree > maxDegree:
 		return o, fmt.Errorf("btree: Degree %d is outside [%d, %d]", o.Degree, minDegree, maxDegree)
+	}
+	switch {
+	case o.MaxSlabSize == 0:
+		o.MaxSlabSize = arena.MaxSlabSize
+	case o.MaxSlabSize < minMaxSlabSize || o.MaxSlabSize > arena.MaxSlabSize:
+		return o, fmt.Errorf("btree: MaxSlabSize %d is outside [%d, %d]", o.MaxSlabSize, minMaxSlabSize, arena.MaxSlabSize)
+	}
+	switch {
+	case o.CompactionMinGarbage == 0:
+		o.CompactionMinGarbage = defaultMinGarbage
+	case o.CompactionMinGarbage < 0:
+		return o, fmt.Errorf("btree: CompactionMinGarbage %d is negative", o.CompactionMinGarbage)
 	}
 	return o, nil
 }

@@ -8,14 +8,15 @@ import (
 
 	srt "github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
+	tb "github.com/tidwall/btree"
 )
 
 // snapshot is the immutable view returned by Store.Snapshot: per state, a
-// Copy of each of its trees. The copies share their nodes with the live
-// trees, which copy a node before they change it (tidwall/btree's
-// copy-on-write, keyed by an isolation id per tree), and the store never
-// writes the bytes of an item a snapshot can see (see item): nothing a
-// snapshot can reach is ever written again.
+// Copy of the B-tree of each of its trees and the tree's slab list. The
+// copies share their nodes with the live trees, which copy a node before
+// they change it (tidwall/btree's copy-on-write, keyed by an isolation id
+// per tree), and the store never writes the bytes of a region a snapshot
+// can see (see tree): nothing a snapshot can reach is ever written again.
 type snapshot struct {
 	lease  *storekit.Lease
 	maxP   int
@@ -33,10 +34,17 @@ type snapData struct {
 }
 
 // stateView is a state in a snapshot: its trees, indexed like state.trees,
-// nil where the state had no entry.
+// empty where the state had no entry.
 type stateView struct {
 	spec  srt.StateSpec
-	trees []*tree
+	trees []treeView
+}
+
+// treeView is a tree in a snapshot: a Copy of its B-tree, and its slab list
+// as it was then, which holds every region the Copy's items refer to.
+type treeView struct {
+	bt    *tb.BTreeG[item]
+	slabs [][]byte
 }
 
 var _ srt.Snapshot = (*snapshot)(nil)
@@ -97,16 +105,20 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 		i = kg - sn.groups.Start
 	}
 	t := sv.trees[i]
-	if t == nil {
+	if t.bt == nil {
 		return nil
 	}
 	var p [groupLen]byte
 	storekit.AppendGroup(p[:0], kg)
-	it := t.Iter()
+	it := t.bt.Iter()
 	defer it.Release()
 	var batch [batchLen]item
-	var scratch []byte // for keys and namespaces longer than a framing group
-	for ok := it.Seek(probe(p[:])); ok; {
+	// kb holds short item keys, scratch keys and namespaces longer than a
+	// framing group.
+	kb, scratch := make([]byte, inlineLen), []byte(nil)
+	// A short probe: the search reads neither the probe key nor the arena
+	// of the live tree, whose comparison function the Copy shares.
+	for ok := it.Seek(shortProbe(p[:])); ok; {
 		n := 0
 		for ok && n < batchLen {
 			x := it.Item()
@@ -118,12 +130,12 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 			n++
 			ok = it.Next()
 		}
-		warm(batch[:n])
+		warm(t.slabs, batch[:n])
 		for _, x := range batch[:n] {
 			if sn.lease.Released() {
 				return sn.lease.ErrReleasedDuringScan(name)
 			}
-			if err := emit(sv.spec, x, &scratch, fn); err != nil {
+			if err := emit(sv.spec, t.slabs, x, kb, &scratch, fn); err != nil {
 				if errors.Is(err, errBadItem) {
 					return fmt.Errorf("state %q, key group %d: %w", name, kg, err)
 				}
@@ -134,11 +146,12 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	return nil
 }
 
-// emit calls fn with the entries of item x of a state of spec: one, or one
-// per element of a list, decoding long keys into *scratch. It returns fn's
-// error as is.
-func emit(spec srt.StateSpec, x item, scratch *[]byte, fn func(srt.Entry) error) error {
-	_, key, ns, uk, sc, err := parseItemKey(x.key(), spec.SubKeyed, (*scratch)[:0])
+// emit calls fn with the entries of item x of a state of spec, whose
+// region is in slabs: one, or one per element of a list, decoding a short
+// item key into kb and long keys and namespaces into *scratch. It returns
+// fn's error as is.
+func emit(spec srt.StateSpec, slabs [][]byte, x item, kb []byte, scratch *[]byte, fn func(srt.Entry) error) error {
+	_, key, ns, uk, sc, err := parseItemKey(keyOf(slabs, x, kb), spec.SubKeyed, (*scratch)[:0])
 	*scratch = sc
 	if err != nil {
 		return err
@@ -147,7 +160,7 @@ func emit(spec srt.StateSpec, x item, scratch *[]byte, fn func(srt.Entry) error)
 	switch spec.Kind {
 	case srt.KindList:
 		var ferr error
-		if lerr := eachElem(x.value(), func(elem []byte) bool {
+		if lerr := eachElem(elemsOf(slabs, x), func(elem []byte) bool {
 			e.Value = elem
 			ferr = fn(e)
 			return ferr == nil
@@ -158,6 +171,6 @@ func emit(spec srt.StateSpec, x item, scratch *[]byte, fn func(srt.Entry) error)
 	case srt.KindMap, srt.KindSortedMap:
 		e.UserKey = uk
 	}
-	e.Value = x.value()
+	e.Value = valueOf(slabs, x)
 	return fn(e)
 }

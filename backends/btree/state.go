@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stategen/stategen/backends/internal/arena"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
-	tb "github.com/tidwall/btree"
 )
 
 // state is one registered state: its trees (one per owned key group, or
@@ -53,6 +53,15 @@ func (st *state) check(k runtime.Key, usesNS bool) error {
 // with runtime.ErrInvalidKey.
 const MaxKeyBytes = 1<<31 - 64
 
+// MaxValueBytes bounds the length of a value, and of a list's elements
+// together (each with its length as a uvarint): items keep it in 32 bits.
+// Longer ones are refused with ErrTooLarge.
+const MaxValueBytes = 1<<32 - 1
+
+// ErrTooLarge reports a value, or a list, longer than MaxValueBytes: a
+// write of one is refused, and so is a Restore of one.
+var ErrTooLarge = errors.New("btree: value or list is longer than MaxValueBytes")
+
 func tooLarge(st *state, n int) error {
 	return fmt.Errorf("%w: state %q: key, namespace and user key of %d bytes are longer than MaxKeyBytes",
 		runtime.ErrInvalidKey, st.spec.Name, n)
@@ -82,9 +91,10 @@ func (st *state) groupTree(kg int) *tree {
 	i := st.index(kg)
 	t := st.trees[i]
 	if t == nil {
-		t = newTree(st.s.opts.Degree)
+		t = newTree(&st.s.opts, st.spec.Kind == runtime.KindList)
 		st.trees[i] = t
 	}
+	t.cow = st.s.snaps.Any()
 	return t
 }
 
@@ -104,29 +114,6 @@ func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	return s.scratch
 }
 
-var noReturn = &tb.DeleteRangeOptions{NoReturn: true}
-
-// deletePrefix removes every item of t whose item key starts with p.
-func deletePrefix(t *tree, p, scratch []byte) []byte {
-	end, ok := storekit.AppendPrefixEnd(scratch[:0], p)
-	if !ok { // not reached: item-key prefixes start below 0xff
-		var del []item
-		t.Ascend(probe(p), func(it item) bool {
-			if !bytes.HasPrefix(it.key(), p) {
-				return false
-			}
-			del = append(del, it)
-			return true
-		})
-		for _, it := range del {
-			t.Delete(it)
-		}
-		return end
-	}
-	t.DeleteRange(probe(p), probe(end), noReturn)
-	return end
-}
-
 // Clear implements runtime.State.
 func (st *state) Clear(k runtime.Key) error {
 	t, err := st.wtree(k, true)
@@ -135,11 +122,10 @@ func (st *state) Clear(k runtime.Key) error {
 	}
 	ik := st.entryKey(k)
 	if st.spec.Kind.HasUserKey() {
-		s := st.s
-		s.buf = deletePrefix(t, ik, s.takeBuf())
+		st.s.deletePrefix(t, ik)
 		return nil
 	}
-	t.Delete(probe(ik))
+	t.delete(ik)
 	return nil
 }
 
@@ -155,18 +141,19 @@ func (st *state) Keys(kg int, fn func(key []byte) bool) error {
 		return nil
 	}
 	buf := storekit.AppendGroup(s.takeBuf(), kg)
-	keyBuf := s.takeBuf()
+	keyBuf, kb := s.takeBuf(), s.takeBuf()
 	it := s.takeIter(t)
 	s.iterating++
 	defer func() {
 		s.iterating--
 		s.giveIter(it)
+		s.giveBuf(kb)
 		s.giveBuf(keyBuf)
 		s.giveBuf(buf)
 	}()
 	gl := len(buf)
-	for ok := it.Seek(probe(buf[:gl])); ok; {
-		ik := it.Item().key()
+	for ok := it.Seek(t.probe(buf[:gl])); ok; {
+		ik := keyOf(t.Slabs, it.Item(), kb)
 		if len(ik) < gl || !bytes.Equal(ik[:gl], buf[:gl]) {
 			break
 		}
@@ -183,7 +170,7 @@ func (st *state) Keys(kg int, fn func(key []byte) bool) error {
 		if !more {
 			break
 		}
-		ok = it.Seek(probe(buf[gl:]))
+		ok = it.Seek(t.probe(buf[gl:]))
 	}
 	return nil
 }
@@ -196,7 +183,7 @@ func (st *state) DeleteAll(k runtime.Key) error {
 	}
 	s := st.s
 	s.scratch = appendKeyPrefix(s.scratch[:0], k.Group(), k.Bytes())
-	s.buf = deletePrefix(t, s.scratch, s.takeBuf())
+	s.deletePrefix(t, s.scratch)
 	return nil
 }
 
@@ -216,17 +203,18 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 	buf, _ = storekit.AppendPrefixEnd(buf, buf[:pl])
 	el := len(buf)
 	it := s.takeIter(t)
-	nsBuf := s.takeBuf()
+	nsBuf, kb := s.takeBuf(), s.takeBuf()
 	s.iterating++
 	defer func() {
 		s.iterating--
 		s.giveIter(it)
+		s.giveBuf(kb)
 		s.giveBuf(nsBuf)
 		s.giveBuf(buf)
 	}()
 	skip := st.spec.Kind.HasUserKey()
-	for ok := it.Seek(probe(buf[:pl])); ok; {
-		ik := it.Item().key()
+	for ok := it.Seek(t.probe(buf[:pl])); ok; {
+		ik := keyOf(t.Slabs, it.Item(), kb)
 		if bytes.Compare(ik, buf[pl:el]) >= 0 {
 			break
 		}
@@ -256,7 +244,7 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 		if !more {
 			break
 		}
-		ok = it.Seek(probe(buf[el:]))
+		ok = it.Seek(t.probe(buf[el:]))
 	}
 	return nil
 }
@@ -264,18 +252,21 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 // batchLen is the number of items an iteration reads ahead.
 const batchLen = 8
 
-// warm reads the first and last byte of every item's memory. An item's
-// bytes live in an allocation of their own, away from the tree node that
-// holds the item, so an iteration would take a cache miss per item, one at
-// a time; reading a batch's bytes in one loop of independent loads lets
-// the processor overlap the misses. The result only keeps the loads from
+// warm reads the first and last byte of every item's region. The regions
+// of a batch lie in the arena, away from the tree node that holds the
+// items (and, for entries written at different times, away from each
+// other), so an iteration would take a cache miss per item, one at a
+// time; reading a batch's bytes in one loop of independent loads lets the
+// processor overlap the misses. The result only keeps the loads from
 // being optimized away.
 //
 //go:noinline
-func warm(items []item) (x byte) {
+func warm(slabs [][]byte, items []item) (x byte) {
 	for i := range items {
-		if b := items[i].b; len(b) > 0 {
-			x += b[0] ^ b[len(b)-1]
+		it := &items[i]
+		if it.ref != 0 {
+			b := arena.At(slabs, it.ref)
+			x += b[0] ^ b[storedKey(it.kl)+int(it.vl)-1]
 		}
 	}
 	return x
@@ -294,28 +285,29 @@ func (s *Store) each(t *tree, lo, hi []byte, reverse bool, fn func(item) bool) {
 	var ok bool
 	switch {
 	case !reverse:
-		ok = it.Seek(probe(lo))
+		ok = it.Seek(t.probe(lo))
 	case hi == nil:
 		ok = it.Last()
-	case it.Seek(probe(hi)):
+	case it.Seek(t.probe(hi)):
 		ok = it.Prev()
 	default: // every item is below hi
 		ok = it.Last()
 	}
 	// The bound is checked as the batch fills, on the items' inline
-	// prefixes where they decide, so that no item past it is warmed.
-	var bound item
-	if reverse {
-		bound = probe(lo)
-	} else if hi != nil {
-		bound = probe(hi)
+	// prefixes where they decide, so that no item past it is warmed. It is
+	// compared through before, not the tree's less: fn may search the tree,
+	// which changes the probe key.
+	bound := lo
+	if !reverse {
+		bound = hi
 	}
+	bp := shortProbe(bound)
 	var batch [batchLen]item
 	for ok {
 		n := 0
 		for ok && n < batchLen {
 			x := it.Item()
-			if reverse && lessItem(x, bound) || !reverse && hi != nil && !lessItem(x, bound) {
+			if reverse && t.before(x, bp, bound) || !reverse && hi != nil && !t.before(x, bp, bound) {
 				ok = false
 				break
 			}
@@ -327,7 +319,7 @@ func (s *Store) each(t *tree, lo, hi []byte, reverse bool, fn func(item) bool) {
 				ok = it.Next()
 			}
 		}
-		warm(batch[:n])
+		warm(t.Slabs, batch[:n])
 		for _, x := range batch[:n] {
 			if !fn(x) {
 				return
@@ -339,7 +331,7 @@ func (s *Store) each(t *tree, lo, hi []byte, reverse bool, fn func(item) bool) {
 // hasGroup reports whether the state holds an entry in key group kg.
 func (st *state) hasGroup(kg int) bool {
 	t := st.trees[st.index(kg)]
-	if t == nil || t.Len() == 0 {
+	if t == nil || t.bt.Len() == 0 {
 		return false
 	}
 	if st.s.layout == treePerGroup {
@@ -347,31 +339,38 @@ func (st *state) hasGroup(kg int) bool {
 	}
 	var p [groupLen]byte
 	storekit.AppendGroup(p[:0], kg)
-	it := t.Iter()
+	it := t.bt.Iter()
 	defer it.Release()
-	return it.Seek(probe(p[:])) && bytes.HasPrefix(it.Item().key(), p[:])
+	return it.Seek(shortProbe(p[:])) && it.Item().kl >= groupLen && it.Item().p0>>48 == uint64(kg)
 }
 
 // errDuplicate reports a restored entry that repeats an earlier one.
 var errDuplicate = errors.New("duplicate entry")
 
 // load restores the entries of key group kg of src, which the state does
-// not hold yet. The elements of a list are gathered into one item.
+// not hold yet. The elements of a list are gathered into one region of
+// their exact size.
 func (st *state) load(src runtime.View, kg int) error {
 	s := st.s
 	spec := st.spec
 	var (
-		t      *tree
-		list   []byte // the list being gathered: item key, then elements
-		listKL int
+		t         *tree
+		listKey   = s.takeBuf() // the item key of the list being gathered
+		listElems = s.takeBuf() // and its elements, encoded
 	)
+	defer func() {
+		s.giveBuf(listElems)
+		s.giveBuf(listKey)
+	}()
 	flush := func() error {
-		if list == nil {
+		if len(listKey) == 0 {
 			return nil
 		}
-		_, dup := t.Load(makeItem(list, listKL))
-		list = nil
-		if dup {
+		x := t.newList(listKey, nil, 0, len(listElems))
+		copy(arena.At(t.Slabs, x.ref)[storedKey(x.kl)+capLen:], listElems)
+		x.vl = uint32(len(listElems))
+		listKey, listElems = listKey[:0], listElems[:0]
+		if _, dup := t.bt.Load(x); dup {
 			return fmt.Errorf("%w: the elements of a list are not consecutive", runtime.ErrCorrupt)
 		}
 		return nil
@@ -389,21 +388,25 @@ func (st *state) load(src runtime.View, kg int) error {
 		s.scratch = appendEntryKey(s.scratch[:0], kg, e.Key, e.Namespace, spec.SubKeyed)
 		switch spec.Kind {
 		case runtime.KindList:
-			if list != nil && bytes.Equal(list[:listKL], s.scratch) {
-				list = storekit.AppendElem(list, e.Value)
-				return nil
+			if len(listKey) == 0 || !bytes.Equal(listKey, s.scratch) {
+				if err := flush(); err != nil {
+					return err
+				}
+				listKey = append(listKey, s.scratch...)
 			}
-			if err := flush(); err != nil {
-				return err
+			if len(listElems)+storekit.ElemLen(len(e.Value)) > MaxValueBytes {
+				return fmt.Errorf("%w: a list of more than MaxValueBytes", ErrTooLarge)
 			}
-			listKL = len(s.scratch)
-			list = storekit.AppendElem(append(make([]byte, 0, listKL+storekit.ElemLen(len(e.Value))), s.scratch...), e.Value)
+			listElems = storekit.AppendElem(listElems, e.Value)
 			return nil
 		case runtime.KindValue:
 		default:
 			s.scratch = append(s.scratch, e.UserKey...)
 		}
-		if _, dup := t.Load(s.newItem(s.scratch, e.Value)); dup {
+		if len(e.Value) > MaxValueBytes {
+			return fmt.Errorf("%w: a value of %d bytes is longer than MaxValueBytes", ErrTooLarge, len(e.Value))
+		}
+		if _, dup := t.bt.Load(t.newItem(s.scratch, e.Value)); dup {
 			return fmt.Errorf("%w: %w: key %x, namespace %x, user key %x",
 				runtime.ErrCorrupt, errDuplicate, e.Key, e.Namespace, e.UserKey)
 		}

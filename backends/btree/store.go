@@ -6,6 +6,7 @@ import (
 
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
+	tb "github.com/tidwall/btree"
 )
 
 // ErrWriteDuringIteration reports a write (or a Restore) made from inside
@@ -50,12 +51,16 @@ type Store struct {
 	snaps *storekit.Snapshots
 	// scratch holds the item key of the current point operation.
 	scratch []byte
-	// buf and iter are a spare buffer and a spare iterator for iterations.
-	// An iteration takes them (leaving nil) and gives them back, so that a
-	// read made from inside its callback gets its own.
-	buf  []byte
-	iter *iterator
+	// bufs and iters are spare buffers and iterators for iterations. An
+	// iteration takes what it needs and gives it back, so that a read
+	// made from inside its callback gets its own, and a run of them
+	// allocates nothing.
+	bufs  [][]byte
+	iters []*iterator
 }
+
+// iterator is an iterator over a tree's B-tree.
+type iterator = tb.IterG[item]
 
 var _ runtime.Store = (*Store)(nil)
 
@@ -128,18 +133,20 @@ func (s *Store) States() []runtime.StateSpec { return slices.Clone(s.specs) }
 
 // Snapshot implements runtime.Store. It copies every non-empty tree with
 // tidwall/btree's Copy, which allocates one tree header and shares every
-// node: O(1) per tree, so O(states × key groups) in all. It visits no
-// entry.
+// node, keeps the tree's slab list, and marks the end of its arena, below
+// which later writes do not write while the snapshot is live: O(1) per
+// tree, so O(states × key groups) in all. It visits no entry.
 func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: cannot take a snapshot", runtime.ErrClosed)
 	}
 	d := &snapData{states: make(map[string]*stateView, len(s.states))}
 	for name, st := range s.states {
-		sv := &stateView{spec: st.spec, trees: make([]*tree, len(st.trees))}
+		sv := &stateView{spec: st.spec, trees: make([]treeView, len(st.trees))}
 		for i, t := range st.trees {
-			if t != nil && t.Len() > 0 {
-				sv.trees[i] = t.Copy()
+			if t != nil && t.bt.Len() > 0 {
+				sv.trees[i] = treeView{bt: t.bt.Copy(), slabs: t.Slabs}
+				t.marks = t.Mark()
 			}
 		}
 		d.states[name] = sv
@@ -201,45 +208,54 @@ func (s *Store) Close() error {
 	for _, st := range s.states {
 		clear(st.trees)
 	}
-	s.scratch, s.buf, s.iter = nil, nil, nil
+	s.scratch, s.bufs, s.iters = nil, nil, nil
 	return nil
 }
 
-// newItem returns an item of item key ik and value v, in new memory.
-func (s *Store) newItem(ik, v []byte) item {
-	b := make([]byte, len(ik)+len(v))
-	copy(b, ik)
-	copy(b[len(ik):], v)
-	return makeItem(b, len(ik))
+// deletePrefix removes every item of t whose item key starts with p.
+func (s *Store) deletePrefix(t *tree, p []byte) {
+	it := s.takeIter(t)
+	t.deletePrefix(p, it)
+	s.giveIter(it)
 }
 
 // takeIter returns an iterator over t, to be given back with giveIter.
 func (s *Store) takeIter(t *tree) *iterator {
-	it := s.iter
-	s.iter = nil
-	if it == nil {
+	var it *iterator
+	if n := len(s.iters); n > 0 {
+		it = s.iters[n-1]
+		s.iters = s.iters[:n-1]
+	} else {
 		it = new(iterator)
 	}
-	it.Init(t, false)
+	it.Init(t.bt, false)
 	return it
 }
 
 func (s *Store) giveIter(it *iterator) {
 	it.Release()
 	if !s.closed {
-		s.iter = it
+		s.iters = append(s.iters, it)
 	}
 }
 
-// takeBuf returns an empty scratch buffer, to be given back with giveBuf.
+// minBuf is the capacity of a new scratch buffer: room for a short item
+// key, which keyOf decodes into one.
+const minBuf = 64
+
+// takeBuf returns an empty scratch buffer of capacity at least minBuf, to
+// be given back with giveBuf.
 func (s *Store) takeBuf() []byte {
-	b := s.buf
-	s.buf = nil
-	return b[:0]
+	if n := len(s.bufs); n > 0 {
+		b := s.bufs[n-1]
+		s.bufs = s.bufs[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, minBuf)
 }
 
 func (s *Store) giveBuf(b []byte) {
-	if !s.closed {
-		s.buf = b
+	if !s.closed && cap(b) >= minBuf {
+		s.bufs = append(s.bufs, b)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	tb "github.com/tidwall/btree"
 )
 
 // TestTreeCopyIsolatesConcurrentReads pins the property of tidwall/btree
@@ -19,11 +21,13 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 	for _, degree := range []int{2, 4, 32} {
 		t.Run(fmt.Sprintf("degree=%d", degree), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(degree), 1))
-			live := newTree(degree)
+			tr := testTree(t, false)
+			tr.degree = degree
+			live := tr.newBTree()
 			model := map[uint64]bool{}
 			key := func(i uint64) []byte { return binary.BigEndian.AppendUint64([]byte{0, 0, 1}, i) }
 			for i := range uint64(2000) {
-				live.Set(makeItem(key(i*2), 11))
+				live.Set(tr.newItem(key(i*2), nil))
 				model[i*2] = true
 			}
 			type reader struct {
@@ -40,11 +44,12 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 				slices.Sort(want)
 				rd := reader{want: want, done: make(chan error, 1)}
 				go func() {
+					kb := make([]byte, inlineLen)
 					for pass := range 3 {
 						var got []uint64
 						it := snap.Iter()
 						for ok := it.First(); ok; ok = it.Next() {
-							got = append(got, binary.BigEndian.Uint64(it.Item().key()[3:]))
+							got = append(got, binary.BigEndian.Uint64(keyOf(nil, it.Item(), kb)[3:]))
 						}
 						it.Release()
 						if !slices.Equal(got, rd.want) {
@@ -59,14 +64,14 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 					k := r.Uint64N(6000)
 					switch op := r.IntN(10); {
 					case op < 5:
-						live.Set(makeItem(key(k), 11))
+						live.Set(tr.newItem(key(k), nil))
 						model[k] = true
 					case op < 8:
-						live.Delete(probe(key(k)))
+						live.Delete(shortProbe(key(k)))
 						delete(model, k)
 					case op < 9:
 						hi := k + r.Uint64N(40)
-						live.DeleteRange(probe(key(k)), probe(key(hi)), noReturn)
+						live.DeleteRange(shortProbe(key(k)), shortProbe(key(hi)), &tb.DeleteRangeOptions{NoReturn: true})
 						for x := range model {
 							if x >= k && x < hi {
 								delete(model, x)
@@ -75,9 +80,9 @@ func TestTreeCopyIsolatesConcurrentReads(t *testing.T) {
 					default:
 						top := uint64(0)
 						if it, ok := live.Max(); ok {
-							top = binary.BigEndian.Uint64(it.key()[3:])
+							top = binary.BigEndian.Uint64(keyOf(nil, it, make([]byte, inlineLen))[3:])
 						}
-						live.Load(makeItem(key(top+1), 11))
+						live.Load(tr.newItem(key(top+1), nil))
 						model[top+1] = true
 					}
 				}

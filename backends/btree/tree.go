@@ -1,0 +1,339 @@
+package btree
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	tb "github.com/tidwall/btree"
+
+	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/runtime/storekit"
+)
+
+// tree is one B-tree of a state — a key group's, or the whole state's —
+// and the arena that holds its items' regions. The B-tree is tidwall/btree's
+// BTreeG without locks: the operator's goroutine is its only writer, and
+// snapshots read Copies.
+//
+// No byte a live snapshot can see is ever written. A snapshot holds a Copy
+// of bt (whose nodes the live tree copies before changing them) and a copy
+// of the slab list, and sees the regions allocated before marks, its mark:
+//
+//   - a changed value, or a list that outgrows its region, goes into a new
+//     region; the old region becomes garbage;
+//   - a value of the same length is overwritten in place, and a list is
+//     replaced in its region, only if the region is not frozen (allocated
+//     after the newest snapshot's mark, or no snapshot live); with several
+//     snapshots live, the newest one's mark protects them all;
+//   - a list's Add writes past the elements of the live item, into the
+//     region's spare capacity, frozen or not: every item a snapshot holds
+//     ends at or before the live one (a frozen region is never rewritten
+//     shorter), so no snapshot reads there.
+//
+// Garbage is counted; once it outweighs the live bytes (arena.CompactDue),
+// compact rebuilds the tree into a fresh arena and a new BTreeG. A
+// snapshot keeps its Copy and its slab list, so it goes on reading the old
+// ones.
+type tree struct {
+	bt *tb.BTreeG[item]
+	arena.Arena
+	// garbage is the bytes of regions that no item of bt refers to.
+	garbage int64
+	// marks is the end of the arena at the newest snapshot of the tree;
+	// cow, set by every write from the store's count of live snapshots,
+	// says whether a snapshot may still see what lies below it.
+	marks arena.Marks
+	cow   bool
+	// key is the item key of the probe being searched for (see probe).
+	key        []byte
+	list       bool // a list state's tree: regions hold a capacity
+	degree     int
+	minCompact int64
+}
+
+// newTree returns an empty tree for a state of list kind or not.
+func newTree(o *Options, list bool) *tree {
+	t := &tree{
+		Arena:      arena.New(o.MaxSlabSize),
+		list:       list,
+		degree:     o.Degree,
+		minCompact: int64(o.CompactionMinGarbage),
+	}
+	t.bt = t.newBTree()
+	return t
+}
+
+func (t *tree) newBTree() *tb.BTreeG[item] {
+	// A closure rather than the method value t.less, whose wrapper would
+	// make every comparison two calls; the inline prefixes, which decide
+	// nearly all comparisons, are compared in it.
+	less := func(a, b item) bool {
+		if l, ok := prefixLess(a, b); ok {
+			return l
+		}
+		return t.lessLong(a, b)
+	}
+	return tb.NewBTreeGOptions(less, tb.Options{Degree: t.degree, NoLocks: true})
+}
+
+// less orders items by item key, bytewise: by their inline prefixes, and,
+// if both keys are longer and share them, by the rest of their bytes —
+// from the probe key for a probe, else from the arena. Snapshots share
+// this function with the live tree (a Copy keeps it) but search only with
+// short probes, which never reach the probe key or the arena.
+func (t *tree) less(a, b item) bool {
+	if l, ok := prefixLess(a, b); ok {
+		return l
+	}
+	return t.lessLong(a, b)
+}
+
+// lessLong orders items whose keys are longer than inlineLen and share
+// their inline prefix.
+func (t *tree) lessLong(a, b item) bool {
+	return bytes.Compare(t.longKey(a)[inlineLen:], t.longKey(b)[inlineLen:]) < 0
+}
+
+// longKey returns the item key of x, which is longer than inlineLen.
+func (t *tree) longKey(x item) []byte {
+	if x.ref == probeRef {
+		return t.key
+	}
+	return arena.At(t.Slabs, x.ref)[:x.kl]
+}
+
+// before reports whether item x orders before item key k, whose probe is
+// p (shortProbe(k)). Unlike less, it does not read the probe key.
+func (t *tree) before(x, p item, k []byte) bool {
+	if l, ok := prefixLess(x, p); ok {
+		return l
+	}
+	return bytes.Compare(arena.At(t.Slabs, x.ref)[inlineLen:x.kl], k[inlineLen:]) < 0
+}
+
+// probe returns an item that compares equal to item key k, for searches
+// of the live tree until the next probe. It does not copy k.
+func (t *tree) probe(k []byte) item {
+	t.key = k
+	return shortProbe(k)
+}
+
+// frozen reports whether a live snapshot may see the region at ref.
+func (t *tree) frozen(ref uint64) bool { return t.cow && t.marks.Frozen(ref) }
+
+// newItem returns an item of item key ik and value v, written into a new
+// region.
+func (t *tree) newItem(ik, v []byte) item {
+	x := shortProbe(ik)
+	x.ref, x.vl = 0, uint32(len(v))
+	ks := storedKey(x.kl)
+	if n := ks + len(v); n > 0 {
+		var b []byte
+		x.ref, b = t.Alloc(n)
+		copy(b, ik[:ks])
+		copy(b[ks:], v)
+	}
+	return x
+}
+
+// size returns the bytes of the region of x.
+func (t *tree) size(x item) int64 {
+	if t.list {
+		return int64(storedKey(x.kl) + capLen + listCap(t.Slabs, x))
+	}
+	return int64(storedKey(x.kl)) + int64(x.vl)
+}
+
+// get returns the item of item key ik.
+func (t *tree) get(ik []byte) (item, bool) { return t.bt.Get(t.probe(ik)) }
+
+// set sets the value of item key ik to v: in place if the item has a value
+// of the same length that no snapshot can see, else in a new region.
+func (t *tree) set(ik, v []byte) {
+	var hint tb.PathHint
+	old, ok := t.bt.GetHint(t.probe(ik), &hint)
+	if ok && int(old.vl) == len(v) && !t.frozen(old.ref) {
+		copy(valueOf(t.Slabs, old), v)
+		return
+	}
+	t.bt.SetHint(t.newItem(ik, v), &hint)
+	if ok {
+		t.drop(old)
+	}
+}
+
+// delete removes the item of item key ik.
+func (t *tree) delete(ik []byte) {
+	if old, ok := t.bt.Delete(t.probe(ik)); ok {
+		t.drop(old)
+	}
+}
+
+// drop counts the region of x, which left the tree, as garbage, and
+// compacts the tree if it is due.
+func (t *tree) drop(x item) {
+	t.garbage += t.size(x)
+	t.maybeCompact()
+}
+
+// deleteRange deletes the items from first to last, both included.
+var deleteRange = &tb.DeleteRangeOptions{NoReturn: true, MaxInclusive: true}
+
+// deletePrefix removes every item whose item key starts with p, counting
+// their regions as garbage; it finds them with it, an iterator over the
+// tree.
+func (t *tree) deletePrefix(p []byte, it *iterator) {
+	var (
+		kb          [inlineLen]byte
+		first, last item
+		garbage     int64
+		n           int
+	)
+	for more := it.Seek(t.probe(p)); more; more = it.Next() {
+		x := it.Item()
+		if !bytes.HasPrefix(keyOf(t.Slabs, x, kb[:]), p) {
+			break
+		}
+		if n == 0 {
+			first = x
+		}
+		last = x
+		garbage += t.size(x)
+		n++
+	}
+	switch n {
+	case 0:
+		return
+	case 1:
+		t.bt.Delete(first)
+	default:
+		t.bt.DeleteRange(first, last, deleteRange)
+	}
+	t.garbage += garbage
+	t.maybeCompact()
+}
+
+// maybeCompact compacts the tree if it is due.
+func (t *tree) maybeCompact() {
+	if arena.CompactDue(t.Used, t.garbage, t.minCompact, t.cow) {
+		t.compact()
+	}
+}
+
+// compact rebuilds the tree into a fresh arena and a new BTreeG: live
+// regions only, lists at their exact length. Snapshots keep their Copies
+// of the old BTreeG and their copies of the old slab list; nothing they
+// can see is in the new arena.
+func (t *tree) compact() {
+	old, src := t.bt, t.Slabs
+	t.Arena = arena.NewFor(t.MaxSlab(), t.Used-t.garbage)
+	t.garbage, t.marks = 0, arena.Marks{}
+	t.bt = t.newBTree()
+	it := old.Iter()
+	for ok := it.First(); ok; ok = it.Next() {
+		t.bt.Load(t.move(src, it.Item()))
+	}
+	it.Release()
+}
+
+// move copies the region of x, read from src, into a new region of the
+// tree's arena, and returns x referring to it.
+func (t *tree) move(src [][]byte, x item) item {
+	ks := storedKey(x.kl)
+	n := ks + int(x.vl)
+	if t.list {
+		n += capLen
+	}
+	if n == 0 {
+		return x
+	}
+	ref, b := t.Alloc(n)
+	r := arena.At(src, x.ref)
+	copy(b[:ks], r)
+	if t.list {
+		binary.LittleEndian.PutUint32(b[ks:], x.vl)
+		copy(b[ks+capLen:], elemsOf(src, x))
+	} else {
+		copy(b[ks:], r[ks:ks+int(x.vl)])
+	}
+	x.ref = ref
+	return x
+}
+
+// newList returns the item of a list of item key ik and elements elems,
+// need bytes encoded, in a new region with room for capb >= need bytes of
+// elements.
+func (t *tree) newList(ik []byte, elems [][]byte, need, capb int) item {
+	x := shortProbe(ik)
+	ks := storedKey(x.kl)
+	var b []byte
+	x.ref, b = t.Alloc(ks + capLen + capb)
+	copy(b, ik[:ks])
+	binary.LittleEndian.PutUint32(b[ks:], uint32(capb))
+	writeElems(b[ks+capLen:], elems)
+	x.vl = uint32(need)
+	return x
+}
+
+// writeElems writes elems, encoded, at the start of b, which has room.
+func writeElems(b []byte, elems [][]byte) {
+	b = b[:0]
+	for _, e := range elems {
+		b = storekit.AppendElem(b, e)
+	}
+}
+
+// appendElems appends elems, need bytes encoded, to the list of item key
+// ik, creating it if needed, as append does: into the region's spare
+// capacity if it has room, else into a new region with room to grow, so
+// that a run of Adds costs amortized O(element). It returns false, and
+// changes nothing, if the list would grow past MaxValueBytes.
+func (t *tree) appendElems(ik []byte, elems [][]byte, need int) bool {
+	var hint tb.PathHint
+	old, ok := t.bt.GetHint(t.probe(ik), &hint)
+	if !ok {
+		t.bt.SetHint(t.newList(ik, elems, need, need), &hint)
+		return true
+	}
+	used := int(old.vl)
+	if need > MaxValueBytes-used {
+		return false
+	}
+	c := listCap(t.Slabs, old)
+	if c-used >= need {
+		// Past the end of every item that refers to the region.
+		o := storedKey(old.kl) + capLen + used
+		writeElems(arena.At(t.Slabs, old.ref)[o:o+need], elems)
+		old.vl += uint32(need)
+		t.bt.SetHint(old, &hint)
+		return true
+	}
+	x := t.newList(ik, nil, 0, min(max(2*c, used+need), MaxValueBytes))
+	o := storedKey(x.kl) + capLen
+	b := arena.At(t.Slabs, x.ref)[o : o+used+need]
+	copy(b, elemsOf(t.Slabs, old))
+	writeElems(b[used:], elems)
+	x.vl = uint32(used + need)
+	t.bt.SetHint(x, &hint)
+	t.drop(old)
+	return true
+}
+
+// replaceList replaces the list of item key ik, if any, with elems (not
+// empty), need bytes encoded: in its region if no snapshot can see it and
+// it has room, else in a new region of their exact size.
+func (t *tree) replaceList(ik []byte, elems [][]byte, need int) {
+	var hint tb.PathHint
+	old, ok := t.bt.GetHint(t.probe(ik), &hint)
+	if ok && !t.frozen(old.ref) && listCap(t.Slabs, old) >= need {
+		o := storedKey(old.kl) + capLen
+		writeElems(arena.At(t.Slabs, old.ref)[o:o+need], elems)
+		old.vl = uint32(need)
+		t.bt.SetHint(old, &hint)
+		return
+	}
+	t.bt.SetHint(t.newList(ik, elems, need, need), &hint)
+	if ok {
+		t.drop(old)
+	}
+}
