@@ -193,8 +193,9 @@ func TestGarbageAccounting(t *testing.T) {
 	ls := sts[runtime.KindList].(runtime.ListState)
 	ms := sts[runtime.KindMap].(runtime.MapState)
 
-	// No garbage: same-length overwrites with no snapshot live, appends
-	// within capacity with one live.
+	// No garbage: a value read and overwritten by one of the same length
+	// with no snapshot live; a list appended to within its capacity, with
+	// one live.
 	k := testKey(1, "n")
 	noErr(t, vs.Put(k, []byte("abc")))
 	noErr(t, ls.Add(k, []byte("e1")))
@@ -202,6 +203,8 @@ func TestGarbageAccounting(t *testing.T) {
 	noErr(t, ls.Add(k, []byte("e3"))) // capacity 12 bytes, 9 used
 	vt, lt := treeOf(s, runtime.KindValue.String()), treeOf(s, runtime.KindList.String())
 	vUsed, lUsed, lGarbage := vt.Used, lt.Used, lt.garbage
+	_, _, err := vs.Get(k)
+	noErr(t, err)
 	noErr(t, vs.Put(k, []byte("xyz")))
 	snap, err := s.Snapshot()
 	noErr(t, err)
@@ -210,12 +213,22 @@ func TestGarbageAccounting(t *testing.T) {
 		t.Fatalf("in-place writes allocated: value tree used %d -> %d, garbage %d; list tree used %d -> %d, garbage %d -> %d",
 			vUsed, vt.Used, vt.garbage, lUsed, lt.Used, lGarbage, lt.garbage)
 	}
-	// Under the snapshot, a same-length overwrite goes to a new region.
+	// Under the snapshot, a read and overwritten value goes to a new
+	// region, and so does a blind overwrite after its release: each time,
+	// the old region becomes garbage.
+	x, _ := vt.get(appendEntryKey(nil, k.Group(), k.Bytes(), k.Namespace(), true))
+	region := vt.size(x)
+	_, _, err = vs.Get(k)
+	noErr(t, err)
 	noErr(t, vs.Put(k, []byte("uvw")))
-	if vt.garbage == 0 {
-		t.Fatal("an overwrite under a live snapshot counted no garbage")
+	if vt.garbage != region {
+		t.Fatalf("an overwrite under a live snapshot counted %d bytes of garbage, want its region's %d", vt.garbage, region)
 	}
 	noErr(t, snap.Release())
+	noErr(t, vs.Put(k, []byte("rst")))
+	if vt.garbage != 2*region {
+		t.Fatalf("a blind overwrite counted %d bytes of garbage, want its region's %d", vt.garbage-region, region)
+	}
 
 	r := rand.New(rand.NewPCG(5, 6))
 	var live []runtime.Snapshot
@@ -321,5 +334,80 @@ func TestListRefusesGrowthPastMaxValueBytes(t *testing.T) {
 	}
 	if y, _ := tr.get(ik); y != x || tr.Used != used {
 		t.Fatalf("a refused append changed the list: item %+v -> %+v, used %d -> %d", x, y, used, tr.Used)
+	}
+}
+
+// TestReadThenWriteSeesInterveningWrites pins the in-place overwrite of a
+// value just read (Get, then Put of the same length): whatever comes
+// between the two — a delete of the key, writes of other keys that move it
+// or compact the tree, a snapshot — the Put leaves the new value readable,
+// the garbage exact and every snapshot as it was.
+func TestReadThenWriteSeesInterveningWrites(t *testing.T) {
+	s, sts := newTestStore(t, runtime.KindValue, runtime.KindMap)
+	vs := sts[runtime.KindValue].(runtime.ValueState)
+	ms := sts[runtime.KindMap].(runtime.MapState)
+	between := []struct {
+		name string
+		do   func(k runtime.Key) error
+	}{
+		{"nothing", func(runtime.Key) error { return nil }},
+		{"delete", func(k runtime.Key) error {
+			if err := ms.Delete(k, []byte("u")); err != nil {
+				return err
+			}
+			return vs.Clear(k)
+		}},
+		{"other keys", func(runtime.Key) error { // splits nodes, compacts
+			for i := range 200 {
+				k := testKey(100+i, "other")
+				if err := vs.Put(k, bytes.Repeat([]byte{'o'}, i%9)); err != nil {
+					return err
+				}
+				if err := ms.Put(k, []byte("u"), bytes.Repeat([]byte{'o'}, i%7)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+	var snaps []runtime.Snapshot
+	var wants []storetest.Contents
+	for round := range 8 {
+		for _, b := range between {
+			for i := range 6 {
+				k := testKey(i, "ns")
+				v := fmt.Appendf(nil, "%s-%d-%d", b.name[:1], round, i) // same length every round
+				noErr(t, vs.Put(k, v))
+				noErr(t, ms.Put(k, []byte("u"), v))
+				_, _, err := vs.Get(k)
+				noErr(t, err)
+				_, _, err = ms.Get(k, []byte("u"))
+				noErr(t, err)
+				noErr(t, b.do(k))
+				if round%3 == 1 && i == 2 {
+					snap, err := s.Snapshot()
+					noErr(t, err)
+					snaps, wants = append(snaps, snap), append(wants, dump(t, snap))
+				}
+				w := bytes.ToUpper(v)
+				noErr(t, vs.Put(k, w))
+				noErr(t, ms.Put(k, []byte("u"), w))
+				got, ok, err := vs.Get(k)
+				noErr(t, err)
+				mgot, mok, err := ms.Get(k, []byte("u"))
+				noErr(t, err)
+				if !ok || !bytes.Equal(got, w) || !mok || !bytes.Equal(mgot, w) {
+					t.Fatalf("round %d, %s between, key %d: value %q (%v), map entry %q (%v), want %q",
+						round, b.name, i, got, ok, mgot, mok, w)
+				}
+				checkGarbage(t, s)
+			}
+		}
+	}
+	for i, snap := range snaps {
+		if d := cmp.Diff(wants[i], dump(t, snap)); d != "" {
+			t.Errorf("snapshot %d changed (-taken +now):\n%s", i, d)
+		}
+		noErr(t, snap.Release())
 	}
 }

@@ -136,8 +136,8 @@ func TestSnapshotEqualsModelWhileWritesRaceTheScan(t *testing.T) {
 
 // TestSnapshotIgnoresInPlaceWrites checks the writes that reuse memory, or
 // could — a list appended to within its capacity, a value or map entry
-// overwritten by one of the same length — right after a snapshot and after
-// a second one: the snapshots keep what they saw.
+// read and then overwritten by one of the same length — right after a
+// snapshot and after a second one: the snapshots keep what they saw.
 func TestSnapshotIgnoresInPlaceWrites(t *testing.T) {
 	s := newStore(t, btree.Options{})
 	vs := register(t, s, runtime.StateSpec{Name: "v", Kind: runtime.KindValue}).(runtime.ValueState)
@@ -146,8 +146,12 @@ func TestSnapshotIgnoresInPlaceWrites(t *testing.T) {
 	k := runtime.MakeKey([]byte("key"), nil, runtime.DefaultMaxParallelism)
 	write := func(v string) {
 		must(t, vs.Put(k, []byte(v)))
-		must(t, vs.Put(k, []byte(v))) // in place, if allowed
+		_, _, err := vs.Get(k)
+		must(t, err)
+		must(t, vs.Put(k, []byte(v))) // read, then overwritten: in place, if allowed
 		must(t, ls.Add(k, []byte(v)))
+		_, _, err = ms.Get(k, []byte("u"))
+		must(t, err)
 		must(t, ms.Put(k, []byte("u"), []byte(v)))
 	}
 	write("v1")

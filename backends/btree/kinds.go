@@ -32,7 +32,7 @@ func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	it, ok := t.get(v.entryKey(k))
+	it, ok := t.lookup(v.entryKey(k))
 	if !ok {
 		return nil, false, nil
 	}
@@ -160,7 +160,7 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
 		return nil, false, tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
 	}
-	it, ok := t.get(m.mapKey(k, userKey))
+	it, ok := t.lookup(m.mapKey(k, userKey))
 	if !ok {
 		return nil, false, nil
 	}

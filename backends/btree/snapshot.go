@@ -116,6 +116,10 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	// kb holds short item keys, scratch keys and namespaces longer than a
 	// framing group.
 	kb, scratch := make([]byte, inlineLen), []byte(nil)
+	off := 0 // of the last byte warm reads
+	if sv.spec.Kind == srt.KindList {
+		off = capLen
+	}
 	// A short probe: the search reads neither the probe key nor the arena
 	// of the live tree, whose comparison function the Copy shares.
 	for ok := it.Seek(shortProbe(p[:])); ok; {
@@ -130,7 +134,7 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 			n++
 			ok = it.Next()
 		}
-		warm(t.slabs, batch[:n])
+		warm(t.slabs, batch[:n], off)
 		for _, x := range batch[:n] {
 			if sn.lease.Released() {
 				return sn.lease.ErrReleasedDuringScan(name)

@@ -54,9 +54,10 @@ func (st *state) check(k runtime.Key, usesNS bool) error {
 const MaxKeyBytes = 1<<31 - 64
 
 // MaxValueBytes bounds the length of a value, and of a list's elements
-// together (each with its length as a uvarint): items keep it in 32 bits.
-// Longer ones are refused with ErrTooLarge.
-const MaxValueBytes = 1<<32 - 1
+// together (each with its length as a uvarint): items keep it in 32 bits,
+// and it fits an int on every platform. Longer ones are refused with
+// ErrTooLarge.
+const MaxValueBytes = 1<<31 - 1
 
 // ErrTooLarge reports a value, or a list, longer than MaxValueBytes: a
 // write of one is refused, and so is a Restore of one.
@@ -252,7 +253,8 @@ func (st *state) Namespaces(k runtime.Key, fn func(ns []byte) bool) error {
 // batchLen is the number of items an iteration reads ahead.
 const batchLen = 8
 
-// warm reads the first and last byte of every item's region. The regions
+// warm reads the first byte of every item's region and the last of its
+// value (a list's elements start capLen bytes later: off). The regions
 // of a batch lie in the arena, away from the tree node that holds the
 // items (and, for entries written at different times, away from each
 // other), so an iteration would take a cache miss per item, one at a
@@ -261,12 +263,12 @@ const batchLen = 8
 // being optimized away.
 //
 //go:noinline
-func warm(slabs [][]byte, items []item) (x byte) {
+func warm(slabs [][]byte, items []item, off int) (x byte) {
 	for i := range items {
 		it := &items[i]
 		if it.ref != 0 {
 			b := arena.At(slabs, it.ref)
-			x += b[0] ^ b[storedKey(it.kl)+int(it.vl)-1]
+			x += b[0] ^ b[storedKey(it.kl)+off+int(it.vl)-1]
 		}
 	}
 	return x
@@ -319,7 +321,7 @@ func (s *Store) each(t *tree, lo, hi []byte, reverse bool, fn func(item) bool) {
 				ok = it.Next()
 			}
 		}
-		warm(t.Slabs, batch[:n])
+		warm(t.Slabs, batch[:n], 0)
 		for _, x := range batch[:n] {
 			if !fn(x) {
 				return
@@ -370,7 +372,7 @@ func (st *state) load(src runtime.View, kg int) error {
 		copy(arena.At(t.Slabs, x.ref)[storedKey(x.kl)+capLen:], listElems)
 		x.vl = uint32(len(listElems))
 		listKey, listElems = listKey[:0], listElems[:0]
-		if _, dup := t.bt.Load(x); dup {
+		if t.load(x) {
 			return fmt.Errorf("%w: the elements of a list are not consecutive", runtime.ErrCorrupt)
 		}
 		return nil
@@ -406,7 +408,7 @@ func (st *state) load(src runtime.View, kg int) error {
 		if len(e.Value) > MaxValueBytes {
 			return fmt.Errorf("%w: a value of %d bytes is longer than MaxValueBytes", ErrTooLarge, len(e.Value))
 		}
-		if _, dup := t.bt.Load(t.newItem(s.scratch, e.Value)); dup {
+		if t.load(t.newItem(s.scratch, e.Value)) {
 			return fmt.Errorf("%w: %w: key %x, namespace %x, user key %x",
 				runtime.ErrCorrupt, errDuplicate, e.Key, e.Namespace, e.UserKey)
 		}

@@ -45,7 +45,12 @@ type tree struct {
 	marks arena.Marks
 	cow   bool
 	// key is the item key of the probe being searched for (see probe).
-	key        []byte
+	key []byte
+	// hot is the item the last lookup found, valid (hotOK) until the next
+	// write to the tree that may move or drop it: set overwrites its value
+	// in place without a search.
+	hot        item
+	hotOK      bool
 	list       bool // a list state's tree: regions hold a capacity
 	degree     int
 	minCompact int64
@@ -147,23 +152,56 @@ func (t *tree) size(x item) int64 {
 // get returns the item of item key ik.
 func (t *tree) get(ik []byte) (item, bool) { return t.bt.Get(t.probe(ik)) }
 
-// set sets the value of item key ik to v: in place if the item has a value
-// of the same length that no snapshot can see, else in a new region.
+// set sets the value of item key ik to v. If the item is the one the last
+// lookup found (a read-modify-write: Get, then Put) and no write to the
+// tree came between, and the new value has the old one's length and no
+// snapshot can see its region, it overwrites the value in place: no
+// descent, no allocation, no garbage. Otherwise it writes v into a new
+// region and sets the item in one descent; the old region, if any,
+// becomes garbage. (Looking the item up first to overwrite it in place
+// costs a second descent when it cannot be, and the write's cache miss
+// on the old value when it can: blind Puts of 1M keys took 40% more CPU
+// that way.)
 func (t *tree) set(ik, v []byte) {
-	var hint tb.PathHint
-	old, ok := t.bt.GetHint(t.probe(ik), &hint)
-	if ok && int(old.vl) == len(v) && !t.frozen(old.ref) {
-		copy(valueOf(t.Slabs, old), v)
+	if t.hotOK && int(t.hot.vl) == len(v) && t.isHot(ik) && !t.frozen(t.hot.ref) {
+		copy(valueOf(t.Slabs, t.hot), v)
 		return
 	}
-	t.bt.SetHint(t.newItem(ik, v), &hint)
-	if ok {
+	t.hotOK = false
+	t.key = ik
+	if old, ok := t.bt.Set(t.newItem(ik, v)); ok {
 		t.drop(old)
 	}
 }
 
+// lookup returns the item of item key ik, and remembers it for set.
+func (t *tree) lookup(ik []byte) (item, bool) {
+	x, ok := t.bt.Get(t.probe(ik))
+	if ok {
+		t.hot, t.hotOK = x, true
+	}
+	return x, ok
+}
+
+// isHot reports whether item key ik is the hot item's.
+func (t *tree) isHot(ik []byte) bool {
+	p := shortProbe(ik)
+	x := &t.hot
+	return x.p0 == p.p0 && x.p1 == p.p1 && x.p2 == p.p2 && x.kl == p.kl &&
+		(x.kl <= inlineLen || bytes.Equal(arena.At(t.Slabs, x.ref)[inlineLen:x.kl], ik[inlineLen:]))
+}
+
+// load adds x, which must not be in the tree, for a restore; items loaded
+// in order are appended. It reports whether x was in the tree after all.
+func (t *tree) load(x item) (dup bool) {
+	t.hotOK = false
+	_, dup = t.bt.Load(x)
+	return dup
+}
+
 // delete removes the item of item key ik.
 func (t *tree) delete(ik []byte) {
+	t.hotOK = false
 	if old, ok := t.bt.Delete(t.probe(ik)); ok {
 		t.drop(old)
 	}
@@ -183,6 +221,7 @@ var deleteRange = &tb.DeleteRangeOptions{NoReturn: true, MaxInclusive: true}
 // their regions as garbage; it finds them with it, an iterator over the
 // tree.
 func (t *tree) deletePrefix(p []byte, it *iterator) {
+	t.hotOK = false
 	var (
 		kb          [inlineLen]byte
 		first, last item
@@ -225,6 +264,7 @@ func (t *tree) maybeCompact() {
 // of the old BTreeG and their copies of the old slab list; nothing they
 // can see is in the new arena.
 func (t *tree) compact() {
+	t.hotOK = false
 	old, src := t.bt, t.Slabs
 	t.Arena = arena.NewFor(t.MaxSlab(), t.Used-t.garbage)
 	t.garbage, t.marks = 0, arena.Marks{}
@@ -289,6 +329,7 @@ func writeElems(b []byte, elems [][]byte) {
 // that a run of Adds costs amortized O(element). It returns false, and
 // changes nothing, if the list would grow past MaxValueBytes.
 func (t *tree) appendElems(ik []byte, elems [][]byte, need int) bool {
+	t.hotOK = false
 	var hint tb.PathHint
 	old, ok := t.bt.GetHint(t.probe(ik), &hint)
 	if !ok {
@@ -323,6 +364,7 @@ func (t *tree) appendElems(ik []byte, elems [][]byte, need int) bool {
 // empty), need bytes encoded: in its region if no snapshot can see it and
 // it has room, else in a new region of their exact size.
 func (t *tree) replaceList(ik []byte, elems [][]byte, need int) {
+	t.hotOK = false
 	var hint tb.PathHint
 	old, ok := t.bt.GetHint(t.probe(ik), &hint)
 	if ok && !t.frozen(old.ref) && listCap(t.Slabs, old) >= need {
