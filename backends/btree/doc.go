@@ -17,8 +17,8 @@
 //
 // # Item keys
 //
-// Each entry is one item: an item key and a value in one allocation. The
-// item key of (key group g, key k, namespace n, user key u) is
+// Each entry is one item, ordered by its item key (its bytes live in the
+// tree's arena; see Entries below). The item key of (key group g, key k, namespace n, user key u) is
 //
 //	g (2 bytes, big-endian) | framed k | framed n (sub-keyed states only) | u
 //
@@ -40,9 +40,10 @@
 //     user key: SortedMap order, and a Range is a seek and a walk (Iterate
 //     of a KindMap ascends too);
 //   - every namespace of key k lies under the prefix g|framed k, so
-//     Namespaces and DeleteAll are range operations (DeleteAll is one
-//     DeleteRange; Namespaces seeks past each map), and Namespaces yields
-//     them in encoded order;
+//     Namespaces and DeleteAll are range operations (DeleteAll walks the
+//     key's items once, to count their bytes as garbage, and removes them
+//     with one DeleteRange; Namespaces seeks past each map), and
+//     Namespaces yields them in encoded order;
 //   - keys come in encoded order too: a snapshot's Scan yields a key
 //     group's entries by key, namespace and user key (the View contract
 //     leaves the order unspecified; storetest.Sorted checks this one).
@@ -50,18 +51,67 @@
 // Keys, namespaces and user keys of up to MaxKeyBytes together are
 // accepted.
 //
-// Items cache the first 24 bytes of their item key in three integers, and
-// compare on them first. Comparing item keys through their slices costs a
-// cache miss per comparison in a tree of a million entries, whose item
-// bytes are spread over the heap; with the inline prefix, a search reads
-// only tree nodes unless two keys share 24 bytes. The item keys of keys of
-// up to 13 bytes (an int64 key's is 11) and of map entries of int64 keys
-// and user keys (19 bytes) fit whole. Measured at 1M keys with the
-// benchmarks of benchmarks/btree_test.go (-count 6, benchstat, CPU time,
-// on the shared 2-core machine all numbers here come from), the inline
-// prefix takes Value Get from 1.78µs to 1.14µs (-36%), Map Get -34%, and
-// ranges -32%; 24 bytes rather than 16 took another 24% off Map Get, for 8
-// more bytes per item.
+// Items hold the first 24 bytes of their item key in three integers, and
+// compare on them first. Comparing item keys through their bytes costs a
+// cache miss per comparison in a tree of a million entries, whose bytes
+// are spread over memory; with the inline prefix, a search reads only tree
+// nodes unless two keys share 24 bytes. The item keys of keys of up to 13
+// bytes (an int64 key's is 11) and of map entries of int64 keys and user
+// keys (19 bytes) fit whole, and are then not stored a second time.
+// Measured at 1M keys with the benchmarks of benchmarks/btree_test.go
+// (-count 6, benchstat, CPU time, on the shared 2-core machine all numbers
+// here come from), when each item still pointed at a heap allocation of
+// its own, the inline prefix took Value Get from 1.78µs to 1.14µs (-36%),
+// Map Get -34%, and ranges -32%; 24 bytes rather than 16 took another 24%
+// off Map Get, for 8 more bytes per item.
+//
+// # Entries: items in the nodes, bytes in an arena
+//
+// An item is 40 bytes and holds no Go pointer:
+//
+//	p0, p1, p2  the first 24 bytes of the item key, big-endian, zero-padded
+//	ref         its region in the tree's arena: slab index and offset
+//	kl, vl      the lengths of the item key and of the value (a list's elements)
+//
+// and its region, in the arena of its tree (package backends/internal/arena,
+// which backends/cow shares: append-only []byte slabs of 512 bytes growing
+// to Options.MaxSlabSize, 1 MiB, a region larger than half a slab in a
+// slab of its own), is
+//
+//	values, map entries: item key, if longer than 24 bytes | value
+//	lists:               item key, if longer than 24 bytes | capacity (4 bytes) | elements
+//
+// (an empty region has ref 0). Neither the nodes' item slices nor the
+// slabs contain a pointer, so the runtime allocates them as memory the
+// garbage collector never scans: what it traces per tree is a node per few
+// dozen entries and the slab list, never an entry. A write allocates
+// nothing per entry once its tree's nodes and slabs exist. Values and map
+// entries are capped slices of a slab; a value or list longer than
+// MaxValueBytes (2 GiB) is refused with ErrTooLarge. Each tree has an
+// arena of its own, so that a compaction rebuilds one tree and a snapshot
+// keeps one slab list per tree.
+//
+// Measured against the layout this replaced (an item of 56 bytes holding a
+// []byte of item key and value: one heap object per entry), with the
+// benchmarks package at 1M int64 keys and 24-byte values through the typed
+// handles: {{MEM}}
+//
+// # Garbage and compaction
+//
+// A region stops being used when its entry is deleted or cleared, when a
+// value is overwritten by a new region (see Values below), and when a list
+// outgrows it. Its bytes are counted as the tree's garbage. Once the
+// garbage exceeds both Options.CompactionMinGarbage (64 KiB) and the live
+// bytes — four times them while a snapshot is live, which keeps the old
+// slabs anyway — the tree compacts (arena.CompactDue, cow's rule): its
+// items are copied in order into a fresh arena, lists at their exact
+// length, and loaded into a new BTreeG. A compaction costs O(live bytes of
+// one tree) and comes after at least as many bytes of writes, so it adds
+// amortized O(1) per byte written, and the arena holds at most twice the
+// live bytes (five times while a snapshot is live). A live snapshot keeps
+// its own Copy of the old BTreeG and its own copy of the old slab list, so
+// a compaction changes nothing it reads; the old slabs are freed once the
+// last snapshot that sees them is released.
 //
 // # Tree granularity: one tree per state and key group
 //
@@ -92,63 +142,89 @@
 //
 // # Snapshots
 //
-// The synchronous phase (Store.Snapshot) Copies every non-empty tree —
-// tidwall/btree's Copy allocates a tree header and gives the copy and the
-// live tree new isolation ids, sharing every node. It visits no entry. The asynchronous phase (the snapshot's Scan, on any
-// goroutine) walks the copy of a key group's tree while the operator keeps
-// writing the live one, which copies each node it shares before changing
-// it, so no node a snapshot can reach is ever written. Nor are the bytes of
-// an item once it is in a tree: a write makes a new item, except a list's
-// Add, which appends beyond the end of every item that shares the list's
-// memory. Under -race, TestTreeCopyIsolatesConcurrentReads checks the
-// first property and TestSnapshotEqualsModelWhileWritesRaceTheScan both.
-// The synchronous phase took 28µs of CPU for a value state of 10K entries
-// and 27µs for one of 4M (BenchmarkSnapshotSync/backend=btree in benchmarks/); the
-// asynchronous phase scanned 9.5M entries/s (BenchmarkSnapshotAsync).
+// The synchronous phase (Store.Snapshot) does three things per non-empty
+// tree: it Copies the BTreeG (tidwall/btree's Copy allocates a tree header
+// and gives the copy and the live tree new isolation ids, sharing every
+// node), keeps the tree's slab list (a slice header) and marks the end of
+// its arena. It visits no entry. The asynchronous phase (the snapshot's
+// Scan, on any goroutine) walks the Copy of a key group's tree, reading
+// regions through the kept slab list, while the operator keeps writing.
+// Nothing it can reach is ever written again:
+//
+//   - tree nodes: the live tree copies each node it shares before changing
+//     it;
+//   - regions allocated before the newest snapshot's mark are frozen while
+//     a snapshot is live: a value is never overwritten in them, nor a list
+//     rewritten (with several snapshots live, the newest mark protects
+//     them all: older snapshots see only older regions);
+//   - a list's Add writes past the elements of the live item, into its
+//     region's spare capacity, frozen or not: every item a snapshot holds
+//     ends there or before, since a frozen region is never rewritten
+//     shorter;
+//   - new slabs are appended to the live slab list beyond the kept copy's
+//     length, and a compaction builds a new arena and a new BTreeG.
+//
+// A Copy keeps the live tree's comparison function, which reads the live
+// tree's probe key and arena when two item keys share their first 24
+// bytes; a snapshot's Scan only seeks with a 2-byte key-group probe, which
+// never gets that far. Under -race, TestTreeCopyIsolatesConcurrentReads
+// checks the nodes, and TestSnapshotEqualsModelWhileWritesRaceTheScan
+// everything, with compactions under way. The synchronous phase took 28µs
+// of CPU for a value state of 10K entries and 27µs for one of 4M
+// (BenchmarkSnapshotSync/backend=btree in benchmarks/); the asynchronous
+// phase scanned 9.5M entries/s (BenchmarkSnapshotAsync). {{SNAP}}
 //
 // Release drops the snapshot's copies; LiveSnapshots counts the snapshots
 // not yet released, and Options.OnLeakedSnapshot reports one collected
 // unreleased. After a snapshot, released or not, the first write to a tree
 // node copies it (Copy changed the tree's isolation id): a write pays for
-// the nodes on its path once per snapshot — nodes of up to 63 items of 56
+// the nodes on its path once per snapshot — nodes of up to 63 items of 40
 // bytes — and the total copied between two snapshots is at most the trees'
-// size. BenchmarkMapFirstPutAfterSnapshot/backend=btree measures it: a Put into a
-// 10K-entry map costs 6 to 9µs right after a snapshot and 0.5µs
-// otherwise, as on a raw BTreeG. Nodes of half the size (Degree
-// 16) changed neither that nor point operations significantly (p > 0.09),
-// so the degree stays tidwall/btree's default of 32.
+// size. BenchmarkMapFirstPutAfterSnapshot/backend=btree measures it: a Put
+// into a 10K-entry map costs 6 to 9µs right after a snapshot and 0.5µs
+// otherwise, as on a raw BTreeG. Nodes of half the size (Degree 16)
+// changed neither that nor point operations significantly (p > 0.09), so
+// the degree stays tidwall/btree's default of 32.
 //
 // # Values, lists and maps
 //
-// A Put allocates a new item and replaces the old one in one descent.
-// Overwriting a value of the same length in place (when no snapshot can see
-// it, which takes an epoch per item) saves the allocation but needs a
-// second descent and touches the old value's bytes, which the search itself
-// never reads: measured at 1M keys, it made blind Puts 15% slower and
-// Get-then-Put 6% faster, so values are always replaced.
+// A Put writes the value into a new region and sets the item in one
+// descent; the old region, if any, becomes garbage. There is one
+// exception, the read-modify-write of an aggregation (a Get, then a Put of
+// the same key): each tree remembers the item its last Get found until
+// its next write, and a Put of that key whose value has the old one's
+// length, into a region no live snapshot can see, overwrites the value in
+// place — no search, no allocation, no garbage, no node written (so none
+// to copy after a snapshot). Looking every Put's item up first to
+// overwrite it in place when possible costs a second, hinted descent when
+// it is not, and the write's cache miss on the old value when it is: at
+// 1M keys, blind Puts took 40% more CPU that way (p=0.015), and
+// read-modify-writes no less (p=0.18 and 0.70 for values and maps).
 //
-// A list is one item per (key, namespace) whose value is the list's
-// elements, each preceded by its length as a uvarint. A list Get reads one
-// item sequentially, and an element costs one or two bytes beyond its own.
-// Add works as Go's append does: it writes the new elements into the
-// item's spare capacity if there is room, or else into a copy with room to
-// grow, and replaces the item with one that is longer. A run of Adds costs
-// amortized O(element), snapshots or not: a snapshot holds an item whose
-// length ends where the list ended, and appending never writes below that
+// A list is one item per (key, namespace) whose region holds the list's
+// elements, each preceded by its length as a uvarint, and the region's
+// capacity. A list Get reads one region sequentially, and an element costs
+// one or two bytes beyond its own. Add works as Go's append does: it
+// writes the new elements into the region's spare capacity if there is
+// room, or else into a new region of twice the capacity, and sets the
+// longer item. A run of Adds costs amortized O(element), snapshots or not
 // (Flink's heap backend, by contrast, copies a whole list state on its
-// first write after a snapshot). Update and Clear replace or drop the item
-// and never write into the old memory. The alternative, an item per
-// element keyed by a sequence number, would cost an item (56 bytes and the
-// key repeated) per element and a tree step per element read, and would
-// save nothing on appends.
+// first write after a snapshot). Replace writes in the region when it has
+// room and no snapshot can see it, else into a new region of the exact
+// size. The alternative, an item per element keyed by a sequence number,
+// would cost an item (40 bytes and the key repeated) per element and a
+// tree step per element read, and would save nothing on appends.
 //
 // A map entry is one item whose item key ends with the user key.
 //
 // Iterations (ranges, map iterations, snapshot scans) read their items in
-// batches of 8 and touch each batch's bytes in one loop before calling
+// batches of 8 and touch each batch's regions in one loop before calling
 // back, so that the cache misses of a batch overlap instead of coming one
-// at a time: at 1M keys, this took 41% off a 16-entry map iteration and
-// 46% off a 16-entry SortedMap range.
+// at a time (regions written at different times lie apart in the arena):
+// at 1M keys, with one heap object per entry, this took 41% off a
+// 16-entry map iteration and 46% off a 16-entry SortedMap range. Their
+// buffers and iterators come from free lists of the store, so that an
+// iteration allocates nothing.
 //
 // # Concurrency and errors
 //
@@ -162,6 +238,7 @@
 // MaxKeyBytes), ErrInvalidState and ErrStateMismatch from Register and
 // Restore, ErrMaxParallelismMismatch and ErrRestoreConflict from Restore,
 // ErrCorrupt for a restored entry that breaks the View contract, and
-// ErrReleased. Errors name the state and, where one is involved, the key
-// group. No input makes the store panic.
+// ErrReleased; and this package's ErrTooLarge, for a value or list longer
+// than MaxValueBytes. Errors name the state and, where one is involved,
+// the key group. No input makes the store panic.
 package btree

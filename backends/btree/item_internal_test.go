@@ -3,6 +3,7 @@ package btree
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -153,6 +154,26 @@ func TestMalformedItems(t *testing.T) {
 	for _, l := range [][]byte{{5, 'a'}, {0x80}, {1, 'a', 2}} {
 		if err := eachElem(l, func([]byte) bool { return true }); !errors.Is(err, errBadItem) {
 			t.Errorf("eachElem(%x) = %v, want errBadItem", l, err)
+		}
+	}
+}
+
+// TestInlineIsPaddedPrefix checks inline against its definition, the
+// first 24 bytes of the key zero-padded and read as three big-endian
+// words, for every length around the words' boundaries.
+func TestInlineIsPaddedPrefix(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for n := range 40 {
+		k := make([]byte, n)
+		for i := range k {
+			k[i] = byte(1 + r.IntN(255))
+		}
+		var pad [3 * 8]byte
+		copy(pad[:], k)
+		want := [3]uint64{binary.BigEndian.Uint64(pad[:]), binary.BigEndian.Uint64(pad[8:]), binary.BigEndian.Uint64(pad[16:])}
+		p0, p1, p2 := inline(k)
+		if got := [3]uint64{p0, p1, p2}; got != want {
+			t.Errorf("inline(%x) = %x, want %x", k, got, want)
 		}
 	}
 }

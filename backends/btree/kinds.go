@@ -32,11 +32,8 @@ func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	it, ok := t.lookup(v.entryKey(k))
-	if !ok {
-		return nil, false, nil
-	}
-	return valueOf(t.Slabs, it), true, nil
+	value, ok := t.lookup(v.entryKey(k))
+	return value, ok, nil
 }
 
 // Put implements runtime.ValueState.
@@ -160,11 +157,8 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
 		return nil, false, tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
 	}
-	it, ok := t.lookup(m.mapKey(k, userKey))
-	if !ok {
-		return nil, false, nil
-	}
-	return valueOf(t.Slabs, it), true, nil
+	value, ok := t.lookup(m.mapKey(k, userKey))
+	return value, ok, nil
 }
 
 // Put implements runtime.MapState.

@@ -73,10 +73,10 @@ func (t *tree) newBTree() *tb.BTreeG[item] {
 	// make every comparison two calls; the inline prefixes, which decide
 	// nearly all comparisons, are compared in it.
 	less := func(a, b item) bool {
-		if l, ok := prefixLess(a, b); ok {
+		if l, ok := prefixLess(&a, &b); ok {
 			return l
 		}
-		return t.lessLong(a, b)
+		return t.lessLong(&a, &b)
 	}
 	return tb.NewBTreeGOptions(less, tb.Options{Degree: t.degree, NoLocks: true})
 }
@@ -87,20 +87,20 @@ func (t *tree) newBTree() *tb.BTreeG[item] {
 // this function with the live tree (a Copy keeps it) but search only with
 // short probes, which never reach the probe key or the arena.
 func (t *tree) less(a, b item) bool {
-	if l, ok := prefixLess(a, b); ok {
+	if l, ok := prefixLess(&a, &b); ok {
 		return l
 	}
-	return t.lessLong(a, b)
+	return t.lessLong(&a, &b)
 }
 
 // lessLong orders items whose keys are longer than inlineLen and share
 // their inline prefix.
-func (t *tree) lessLong(a, b item) bool {
+func (t *tree) lessLong(a, b *item) bool {
 	return bytes.Compare(t.longKey(a)[inlineLen:], t.longKey(b)[inlineLen:]) < 0
 }
 
 // longKey returns the item key of x, which is longer than inlineLen.
-func (t *tree) longKey(x item) []byte {
+func (t *tree) longKey(x *item) []byte {
 	if x.ref == probeRef {
 		return t.key
 	}
@@ -110,7 +110,7 @@ func (t *tree) longKey(x item) []byte {
 // before reports whether item x orders before item key k, whose probe is
 // p (shortProbe(k)). Unlike less, it does not read the probe key.
 func (t *tree) before(x, p item, k []byte) bool {
-	if l, ok := prefixLess(x, p); ok {
+	if l, ok := prefixLess(&x, &p); ok {
 		return l
 	}
 	return bytes.Compare(arena.At(t.Slabs, x.ref)[inlineLen:x.kl], k[inlineLen:]) < 0
@@ -128,8 +128,11 @@ func (t *tree) frozen(ref uint64) bool { return t.cow && t.marks.Frozen(ref) }
 
 // newItem returns an item of item key ik and value v, written into a new
 // region.
-func (t *tree) newItem(ik, v []byte) item {
-	x := shortProbe(ik)
+func (t *tree) newItem(ik, v []byte) item { return t.fill(shortProbe(ik), ik, v) }
+
+// fill returns x, the probe of item key ik, as the item of ik and value v,
+// written into a new region.
+func (t *tree) fill(x item, ik, v []byte) item {
 	x.ref, x.vl = 0, uint32(len(v))
 	ks := storedKey(x.kl)
 	if n := ks + len(v); n > 0 {
@@ -163,29 +166,31 @@ func (t *tree) get(ik []byte) (item, bool) { return t.bt.Get(t.probe(ik)) }
 // on the old value when it can: blind Puts of 1M keys took 40% more CPU
 // that way.)
 func (t *tree) set(ik, v []byte) {
-	if t.hotOK && int(t.hot.vl) == len(v) && t.isHot(ik) && !t.frozen(t.hot.ref) {
+	p := shortProbe(ik)
+	if t.hotOK && int(t.hot.vl) == len(v) && t.isHot(&p, ik) && !t.frozen(t.hot.ref) {
 		copy(valueOf(t.Slabs, t.hot), v)
 		return
 	}
 	t.hotOK = false
 	t.key = ik
-	if old, ok := t.bt.Set(t.newItem(ik, v)); ok {
+	if old, ok := t.bt.Set(t.fill(p, ik, v)); ok {
 		t.drop(old)
 	}
 }
 
-// lookup returns the item of item key ik, and remembers it for set.
-func (t *tree) lookup(ik []byte) (item, bool) {
+// lookup returns the value of item key ik, and remembers its item for
+// set.
+func (t *tree) lookup(ik []byte) ([]byte, bool) {
 	x, ok := t.bt.Get(t.probe(ik))
-	if ok {
-		t.hot, t.hotOK = x, true
+	if !ok {
+		return nil, false
 	}
-	return x, ok
+	t.hot, t.hotOK = x, true
+	return valueOf(t.Slabs, x), true
 }
 
-// isHot reports whether item key ik is the hot item's.
-func (t *tree) isHot(ik []byte) bool {
-	p := shortProbe(ik)
+// isHot reports whether item key ik, whose probe is p, is the hot item's.
+func (t *tree) isHot(p *item, ik []byte) bool {
 	x := &t.hot
 	return x.p0 == p.p0 && x.p1 == p.p1 && x.p2 == p.p2 && x.kl == p.kl &&
 		(x.kl <= inlineLen || bytes.Equal(arena.At(t.Slabs, x.ref)[inlineLen:x.kl], ik[inlineLen:]))
