@@ -20,15 +20,18 @@
 //   - gomap: Go maps of the Go values (a map of slices for lists, a map of
 //     maps for maps). The floor of in-memory point operations. Its snapshot
 //     is a copy of everything, which is what checkpointing a Go map takes.
-//   - btree-raw: tidwall/btree's BTreeG with backends/btree's item layout and
-//     encoded bytes; its snapshot is a Copy of every tree.
+//   - btree-raw: tidwall/btree's BTreeG used the plain way, an item per
+//     entry pointing at a heap allocation of its key and value (the layout
+//     backends/btree had before its arenas), with backends/btree's key
+//     layout and encoded bytes; its snapshot is a Copy of every tree.
 //   - pebble-raw: Pebble with backends/pebble's key layout, list encoding and
 //     options, on disk; its snapshot is a Pebble snapshot.
 //
 // A backend against its raw baseline (btree against btree-raw, pebble
 // against pebble-raw) is the cost of the backend itself: both pay the
 // encoding and decoding, only the backend pays the typed handles, the Store
-// contract's checks and the snapshot bookkeeping. Every backend is driven
+// contract's checks and the snapshot bookkeeping (btree against btree-raw
+// also compares their layouts: see rawbtree_test.go). Every backend is driven
 // through one interface (target), so all pay the same dynamic call per
 // operation. Adding a backend is one line in stores (or, for a baseline,
 // in baselines): every benchmark then runs on it.

@@ -1,15 +1,18 @@
 package benchmarks
 
-// The btree-raw baseline: tidwall/btree's BTreeG called directly with the
-// item layout of backends/btree (the first 24 bytes of the item key inline,
-// item key and value in one allocation, one tree per state and key group)
-// and the same encoded bytes: item keys of key group, framed key (the
-// layout of package storekit; a keyed state has no namespace) and user key; lists as one item whose elements carry
-// uvarint lengths, appended in place when capacity allows. btree against
-// btree-raw is the cost of the backend itself: the encoding and decoding
-// are paid by both, the typed handles' call and iteration machinery, the
-// Store contract's checks and the snapshot bookkeeping by the backend
-// alone. Its snapshot is a Copy of every tree.
+// The btree-raw baseline: tidwall/btree's BTreeG called directly, the
+// plain way — the first 24 bytes of the item key inline, item key and value
+// in one heap allocation per entry (the layout backends/btree had before it
+// kept entries in arenas), one tree per state and key group — with the same
+// encoded bytes: item keys of key group, framed key (the layout of package
+// storekit; a keyed state has no namespace) and user key; lists as one
+// item whose elements carry uvarint lengths, appended in place when
+// capacity allows. btree against btree-raw is the cost of the backend
+// itself and of its layout: the encoding and decoding are paid by both,
+// the typed handles' call and iteration machinery, the Store contract's
+// checks, the snapshot bookkeeping and the arena by the backend alone, the
+// allocation per write and the collector's tracing of every entry by the
+// baseline alone. Its snapshot is a Copy of every tree.
 
 import (
 	"bytes"

@@ -33,11 +33,24 @@ type snapData struct {
 	states map[string]*stateView
 }
 
-// stateView is a state in a snapshot: its trees, indexed like state.trees,
-// empty where the state had no entry.
+// stateView is a state in a snapshot: its non-empty trees, and where each
+// tree of the state (indexed like state.trees) is among them.
 type stateView struct {
-	spec  srt.StateSpec
+	spec srt.StateSpec
+	// index holds, per tree of the state, 1 + its position in trees, or 0
+	// if it had no entry: 2 bytes the collector does not scan per key
+	// group, where a treeView is 32 it does (a store owns at most
+	// runtime.UpperBoundMaxParallelism key groups, which uint16 counts).
+	index []uint16
 	trees []treeView
+}
+
+// tree returns the view of tree i of the state, nil if it had no entry.
+func (sv *stateView) tree(i int) *treeView {
+	if j := sv.index[i]; j != 0 {
+		return &sv.trees[j-1]
+	}
+	return nil
 }
 
 // treeView is a tree in a snapshot: a Copy of its B-tree, and its slab list
@@ -104,8 +117,8 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	if sn.layout == treePerGroup {
 		i = kg - sn.groups.Start
 	}
-	t := sv.trees[i]
-	if t.bt == nil {
+	t := sv.tree(i)
+	if t == nil {
 		return nil
 	}
 	var p [groupLen]byte

@@ -89,9 +89,9 @@ func (s *Store) Config() runtime.StoreConfig { return s.cfg }
 // LiveSnapshots returns the number of snapshots taken and not yet freed:
 // not released, or released while a Scan of theirs still runs.
 // A count that only grows is a leaked snapshot, which keeps every node and
-// item of the trees it copied in memory, however much the live trees have
-// changed since (see also Options.OnLeakedSnapshot). It may be called from
-// any goroutine.
+// slab of the trees it copied in memory, however much the live trees have
+// changed since, and makes their writes copy (see also
+// Options.OnLeakedSnapshot). It may be called from any goroutine.
 func (s *Store) LiveSnapshots() int { return s.snaps.Live() }
 
 // Register implements runtime.Store.
@@ -142,10 +142,17 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	}
 	d := &snapData{states: make(map[string]*stateView, len(s.states))}
 	for name, st := range s.states {
-		sv := &stateView{spec: st.spec, trees: make([]treeView, len(st.trees))}
+		n := 0
+		for _, t := range st.trees {
+			if t != nil && t.bt.Len() > 0 {
+				n++
+			}
+		}
+		sv := &stateView{spec: st.spec, index: make([]uint16, len(st.trees)), trees: make([]treeView, 0, n)}
 		for i, t := range st.trees {
 			if t != nil && t.bt.Len() > 0 {
-				sv.trees[i] = treeView{bt: t.bt.Copy(), slabs: t.Slabs}
+				sv.trees = append(sv.trees, treeView{bt: t.bt.Copy(), slabs: t.Slabs})
+				sv.index[i] = uint16(len(sv.trees))
 				t.marks = t.Mark()
 			}
 		}

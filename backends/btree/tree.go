@@ -31,9 +31,8 @@ import (
 //     shorter), so no snapshot reads there.
 //
 // Garbage is counted; once it outweighs the live bytes (arena.CompactDue),
-// compact rebuilds the tree into a fresh arena and a new BTreeG. A
-// snapshot keeps its Copy and its slab list, so it goes on reading the old
-// ones.
+// compact moves the live regions into a fresh arena. A snapshot keeps its
+// Copy and its slab list, so it goes on reading the old ones.
 type tree struct {
 	bt *tb.BTreeG[item]
 	arena.Arena
@@ -264,45 +263,47 @@ func (t *tree) maybeCompact() {
 	}
 }
 
-// compact rebuilds the tree into a fresh arena and a new BTreeG: live
-// regions only, lists at their exact length. Snapshots keep their Copies
-// of the old BTreeG and their copies of the old slab list; nothing they
-// can see is in the new arena.
+// compact moves the tree's live regions into a fresh arena, lists at
+// their exact length, and points the items at them: a walk of the nodes,
+// with no search and no new node but copies of those a snapshot shares
+// (WalkMut copies a node before it hands out its items, as any write
+// does; an item's key does not change, so neither does the order).
+// Snapshots keep their Copies of the old nodes and their copies of the
+// old slab list; nothing they can see is in the new arena.
 func (t *tree) compact() {
 	t.hotOK = false
-	old, src := t.bt, t.Slabs
+	src := t.Slabs
 	t.Arena = arena.NewFor(t.MaxSlab(), t.Used-t.garbage)
 	t.garbage, t.marks = 0, arena.Marks{}
-	t.bt = t.newBTree()
-	it := old.Iter()
-	for ok := it.First(); ok; ok = it.Next() {
-		t.bt.Load(t.move(src, it.Item()))
-	}
-	it.Release()
+	t.bt.WalkMut(func(items []item) bool {
+		for i := range items {
+			t.move(src, &items[i])
+		}
+		return true
+	})
 }
 
-// move copies the region of x, read from src, into a new region of the
-// tree's arena, and returns x referring to it.
-func (t *tree) move(src [][]byte, x item) item {
+// move copies the region of *x, read from src, into a new region of the
+// tree's arena, and points *x at it.
+func (t *tree) move(src [][]byte, x *item) {
 	ks := storedKey(x.kl)
 	n := ks + int(x.vl)
 	if t.list {
 		n += capLen
 	}
 	if n == 0 {
-		return x
+		return
 	}
 	ref, b := t.Alloc(n)
 	r := arena.At(src, x.ref)
 	copy(b[:ks], r)
 	if t.list {
 		binary.LittleEndian.PutUint32(b[ks:], x.vl)
-		copy(b[ks+capLen:], elemsOf(src, x))
+		copy(b[ks+capLen:], elemsOf(src, *x))
 	} else {
 		copy(b[ks:], r[ks:ks+int(x.vl)])
 	}
 	x.ref = ref
-	return x
 }
 
 // newList returns the item of a list of item key ik and elements elems,
