@@ -106,8 +106,10 @@
 // BenchmarkNexmark/query=all, 200K events, in benchmarks/nexmark.) What
 // the collector still traces is the nodes: about one per 40 entries, each
 // a node, an item slice and, inside the tree, a children slice. The
-// allocations left in Nexmark are new nodes, as trees grow, and new slabs;
-// none is per entry.
+// allocations left in Nexmark (each pass a new store) are tree nodes — a
+// key group's tree empties and refills as windows close, and a growing
+// leaf's item slice grows by append — then new slabs and new trees; none
+// is per entry.
 //
 // # Garbage and compaction
 //
@@ -116,15 +118,20 @@
 // outgrows it. Its bytes are counted as the tree's garbage. Once the
 // garbage exceeds both Options.CompactionMinGarbage (64 KiB) and the live
 // bytes — four times them while a snapshot is live, which keeps the old
-// slabs anyway — the tree compacts (arena.CompactDue, cow's rule): its
-// items are copied in order into a fresh arena, lists at their exact
-// length, and loaded into a new BTreeG. A compaction costs O(live bytes of
-// one tree) and comes after at least as many bytes of writes, so it adds
-// amortized O(1) per byte written, and the arena holds at most twice the
-// live bytes (five times while a snapshot is live). A live snapshot keeps
-// its own Copy of the old BTreeG and its own copy of the old slab list, so
-// a compaction changes nothing it reads; the old slabs are freed once the
-// last snapshot that sees them is released.
+// slabs anyway — the tree compacts (arena.CompactDue, cow's rule): a walk
+// of its nodes (tidwall/btree's WalkMut, which copies a node a snapshot
+// shares before handing out its items, as any write does) copies each
+// item's region into a fresh arena, lists at their exact length, and
+// points the item at the copy. No key changes, so no search is made and
+// no node is rebuilt: a first version that reloaded the items into a new
+// BTreeG spent a quarter of a blind Put's time in it (a 10K-entry map). A
+// compaction costs O(live bytes of one tree) and comes after at least as
+// many bytes of writes, so it adds amortized O(1) per byte written, and
+// the arena holds at most twice the live bytes (five times while a
+// snapshot is live). A live snapshot keeps its own Copy of the old nodes
+// and its own copy of the old slab list, so a compaction changes nothing
+// it reads; the old slabs are freed once the last snapshot that sees them
+// is released.
 //
 // # Tree granularity: one tree per state and key group
 //
@@ -159,7 +166,9 @@
 // tree: it Copies the BTreeG (tidwall/btree's Copy allocates a tree header
 // and gives the copy and the live tree new isolation ids, sharing every
 // node), keeps the tree's slab list (a slice header) and marks the end of
-// its arena. It visits no entry. The asynchronous phase (the snapshot's
+// its arena. It visits no entry. Per state it allocates a view of the
+// non-empty trees and a 2-byte index per key group, which the collector
+// does not scan. The asynchronous phase (the snapshot's
 // Scan, on any goroutine) walks the Copy of a key group's tree, reading
 // regions through the kept slab list, while the operator keeps writing.
 // Nothing it can reach is ever written again:
