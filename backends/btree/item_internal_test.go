@@ -66,17 +66,17 @@ func TestLessIsBytewiseOrder(t *testing.T) {
 	for _, c := range cases {
 		a, b := c[0], c[1]
 		ia, ib := tr.newItem(a, []byte("value")), tr.newItem(b, nil)
-		if got, want := tr.less(ia, ib), bytes.Compare(a, b) < 0; got != want {
+		if got, want := tr.bt.Less(ia, ib), bytes.Compare(a, b) < 0; got != want {
 			t.Fatalf("less(%x, %x) = %v, want %v", a, b, got, want)
 		}
-		if got, want := tr.less(ib, ia), bytes.Compare(b, a) < 0; got != want {
+		if got, want := tr.bt.Less(ib, ia), bytes.Compare(b, a) < 0; got != want {
 			t.Fatalf("less(%x, %x) = %v, want %v", b, a, got, want)
 		}
 		pb := tr.probe(b)
-		if got, want := tr.less(ia, pb), bytes.Compare(a, b) < 0; got != want {
+		if got, want := tr.bt.Less(ia, pb), bytes.Compare(a, b) < 0; got != want {
 			t.Fatalf("less(%x, probe %x) = %v, want %v", a, b, got, want)
 		}
-		if got, want := tr.less(pb, ia), bytes.Compare(b, a) < 0; got != want {
+		if got, want := tr.bt.Less(pb, ia), bytes.Compare(b, a) < 0; got != want {
 			t.Fatalf("less(probe %x, %x) = %v, want %v", b, a, got, want)
 		}
 		if got, want := tr.before(ia, shortProbe(b), b), bytes.Compare(a, b) < 0; got != want {
@@ -132,7 +132,7 @@ func TestItemKeyRoundTrip(t *testing.T) {
 			}
 			q.ik = append(appendEntryKey(nil, kg, q.k, q.ns, sub), q.uk...)
 			want := cmp.Or(bytes.Compare(p.k, q.k), bytes.Compare(p.ns, q.ns), bytes.Compare(p.uk, q.uk)) < 0
-			if got := tr.less(tr.newItem(p.ik, nil), tr.probe(q.ik)); got != want {
+			if got := tr.bt.Less(tr.newItem(p.ik, nil), tr.probe(q.ik)); got != want {
 				t.Fatalf("items of (%x %x %x) and (%x %x %x): less = %v, want %v", p.k, p.ns, p.uk, q.k, q.ns, q.uk, got, want)
 			}
 		}

@@ -19,12 +19,13 @@ import (
 // of bt (whose nodes the live tree copies before changing them) and a copy
 // of the slab list, and sees the regions allocated before marks, its mark:
 //
-//   - a changed value, or a list that outgrows its region, goes into a new
-//     region; the old region becomes garbage;
-//   - a value of the same length is overwritten in place, and a list is
-//     replaced in its region, only if the region is not frozen (allocated
-//     after the newest snapshot's mark, or no snapshot live); with several
+//   - a value is written into a new region, the old one becoming garbage,
+//     except one just read (see set) whose length is unchanged and whose
+//     region is not frozen (allocated after the newest snapshot's mark, or
+//     no snapshot live): that one is overwritten in place; with several
 //     snapshots live, the newest one's mark protects them all;
+//   - a list is replaced in its region only if the region is not frozen,
+//     and moves to a new region when it outgrows it;
 //   - a list's Add writes past the elements of the live item, into the
 //     region's spare capacity, frozen or not: every item a snapshot holds
 //     ends at or before the live one (a frozen region is never rewritten
@@ -67,10 +68,16 @@ func newTree(o *Options, list bool) *tree {
 	return t
 }
 
+// newBTree returns an empty BTreeG ordered by item key, bytewise: by the
+// items' inline prefixes, and, if both keys are longer and share them, by
+// the rest of their bytes — from the probe key for a probe, else from the
+// arena. Snapshots share this comparison with the live tree (a Copy keeps
+// it) but search only with short probes, which never reach the probe key
+// or the arena.
 func (t *tree) newBTree() *tb.BTreeG[item] {
-	// A closure rather than the method value t.less, whose wrapper would
-	// make every comparison two calls; the inline prefixes, which decide
-	// nearly all comparisons, are compared in it.
+	// A closure rather than a method value, whose wrapper would make every
+	// comparison two calls; the inline prefixes, which decide nearly all
+	// comparisons, are compared in it.
 	less := func(a, b item) bool {
 		if l, ok := prefixLess(&a, &b); ok {
 			return l
@@ -78,18 +85,6 @@ func (t *tree) newBTree() *tb.BTreeG[item] {
 		return t.lessLong(&a, &b)
 	}
 	return tb.NewBTreeGOptions(less, tb.Options{Degree: t.degree, NoLocks: true})
-}
-
-// less orders items by item key, bytewise: by their inline prefixes, and,
-// if both keys are longer and share them, by the rest of their bytes —
-// from the probe key for a probe, else from the arena. Snapshots share
-// this function with the live tree (a Copy keeps it) but search only with
-// short probes, which never reach the probe key or the arena.
-func (t *tree) less(a, b item) bool {
-	if l, ok := prefixLess(&a, &b); ok {
-		return l
-	}
-	return t.lessLong(&a, &b)
 }
 
 // lessLong orders items whose keys are longer than inlineLen and share
