@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -72,7 +71,7 @@ func treeOf(s *Store, name string) *tree { return s.states[name].trees[0] }
 func testKey(i int, ns string) runtime.Key {
 	k := fmt.Appendf(nil, "k%03d", i)
 	if i%2 == 1 {
-		k = append(k, strings.Repeat("-long", 8)...)
+		k = append(k, bytes.Repeat([]byte("-long"), 8)...)
 	}
 	return runtime.MakeKey(k, []byte(ns), 1)
 }
@@ -116,7 +115,7 @@ func TestCompactionKeepsWhatSnapshotsSee(t *testing.T) {
 			noErr(t, vs.Put(k, v))
 			noErr(t, ls.Add(k, v))
 			noErr(t, ms.Put(k, fmt.Appendf(nil, "u%d", i%7), v))
-			noErr(t, ms.Put(k, []byte(strings.Repeat("user-key-", 4)), v))
+			noErr(t, ms.Put(k, bytes.Repeat([]byte("user-key-"), 4), v))
 		}
 	}
 	type held struct {
