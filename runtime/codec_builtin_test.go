@@ -1177,6 +1177,67 @@ func BenchmarkStringKey(b *testing.B) {
 	})
 }
 
+// decodeTimeByBytes is DecodeTimeValue without its 8-byte path.
+func decodeTimeByBytes(src []byte) (time.Time, []byte, error) {
+	u, rest, err := uvarintLoop(src, "time value")
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	ns, rest, err := uvarintLoop(rest, "time value")
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	if ns >= 1e9 {
+		return time.Time{}, nil, errNanos("time value", ns)
+	}
+	return time.Unix(int64(u>>1)^-int64(u&1), int64(ns)).UTC(), rest, nil
+}
+
+// checkVarintPaths fails t unless uvarint and DecodeTimeValue, which decode
+// a varint of up to 8 bytes from one load, give what the byte-by-byte
+// decode gives for src: the same value, rest and error.
+func checkVarintPaths(t *testing.T, src []byte) {
+	t.Helper()
+	u, rest, err := uvarint(src, "x")
+	u2, rest2, err2 := uvarintLoop(src, "x")
+	if u != u2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
+		t.Fatalf("uvarint(%x) = %d, %x, %v; byte by byte %d, %x, %v", src, u, rest, err, u2, rest2, err2)
+	}
+	tm, rest, err := DecodeTimeValue(src)
+	tm2, rest2, err2 := decodeTimeByBytes(src)
+	if tm != tm2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
+		t.Fatalf("DecodeTimeValue(%x) = %v, %x, %v; byte by byte %v, %x, %v", src, tm, rest, err, tm2, rest2, err2)
+	}
+}
+
+// TestVarintPathsAgree runs checkVarintPaths on varints of every length,
+// minimal or not, at every distance from the end of the input, and on time
+// values after them.
+func TestVarintPathsAgree(t *testing.T) {
+	var encs [][]byte
+	for bits := 0; bits <= 64; bits++ {
+		for _, v := range []uint64{1<<bits - 1, 1 << bits, 1<<bits + 1} {
+			enc := AppendUvarint(nil, v)
+			encs = append(encs, enc)
+			if enc[len(enc)-1] < 0x80 && len(enc) < 10 {
+				// The same value with a redundant zero group: not minimal.
+				long := append(bytes.Clone(enc), 0)
+				long[len(enc)-1] |= 0x80
+				encs = append(encs, long)
+			}
+			encs = append(encs, enc[:len(enc)-1]) // truncated
+		}
+	}
+	encs = append(encs, bytes.Repeat([]byte{0xff}, 11), append(bytes.Repeat([]byte{0xff}, 9), 2))
+	for _, enc := range encs {
+		for pad := 0; pad <= 9; pad++ {
+			in := append(bytes.Clone(enc), bytes.Repeat([]byte{0x81}, pad)...)
+			checkVarintPaths(t, in)
+			checkVarintPaths(t, append(AppendVarint(nil, -1<<40), in...)) // a time's seconds, then enc
+		}
+	}
+}
+
 func BenchmarkVarintValue(b *testing.B) {
 	enc := AppendInt64Value(nil, -123456)
 	for range b.N {
