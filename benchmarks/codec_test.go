@@ -12,9 +12,9 @@ package benchmarks
 //
 // Every codec marshals into a reused buffer and unmarshals into a fresh
 // value on the stack, as a state handle's Get decodes into its result
-// (vtprotobuf into a Reset message, as pooled messages are reused, since a
-// message on the stack would escape). Decoded strings are copies that do
-// not alias the input, for every codec. A stored state value is self-contained, so
+// (the others into a reset value that they reuse, since one on the stack
+// would escape through their methods). Decoded strings are copies
+// that do not alias the input, for every codec. A stored state value is self-contained, so
 // gob encodes each value with a new Encoder (type information included) and
 // decodes it with a new Decoder. The formats differ in what they keep of a
 // time: stategen and msgp keep every instant time.Time holds, mus-go and
@@ -35,6 +35,7 @@ import (
 	"github.com/stategen/stategen/benchmarks/internal/codecbench"
 	"github.com/stategen/stategen/benchmarks/internal/codecbench/pb"
 	"github.com/stategen/stategen/generated"
+	"github.com/stategen/stategen/runtime"
 )
 
 var codecBenchAt = time.Date(2026, 3, 14, 15, 9, 26, 535897932, time.UTC)
@@ -66,7 +67,9 @@ type codecValue struct {
 // keeps it for last, which returns it as the generated type. The
 // benchmarks do not keep values, so that no contender pays for a copy to
 // the heap (with write barriers while the collector runs) that a handle's
-// Get does not make.
+// Get does not make. Every contender calls its codec through an interface
+// or a type parameter, as a state handle calls its runtime.ValueCodec: one
+// indirect call per operation each.
 type codecContender struct {
 	name      string
 	marshal   func(dst []byte) ([]byte, error)
@@ -75,9 +78,179 @@ type codecContender struct {
 }
 
 func codecValues() []codecValue {
+	bid := sgBid()
+	pbBid := &pb.Bid{Auction: bid.Auction, Bidder: bid.Bidder, Price: bid.Price, Channel: bid.Channel, AtUnixNano: bid.At.UnixNano()}
+	ev := sgEvent()
+	pbEvent := &pb.Event{Id: ev.ID, Name: ev.Name, AtUnixNano: ev.At.UnixNano(), Tags: ev.Tags, Score: ev.Score, Counts: ev.Counts}
 	return []codecValue{
-		{name: "small", want: sgBid(), contenders: bidContenders()},
-		{name: "event", want: sgEvent(), contenders: eventContenders()},
+		{name: "small", want: bid, contenders: []codecContender{
+			stategenContender[generated.Bid](generated.BidCodec{}, bid),
+			msgpContender(codecbench.Bid(bid), func(v codecbench.Bid) any { return generated.Bid(v) }),
+			musContender[codecbench.Bid](codecbench.BidMUS, codecbench.Bid(bid), func(v codecbench.Bid) any { return generated.Bid(v) }),
+			vtprotoContender(pbBid, func(v *pb.Bid) any {
+				return generated.Bid{Auction: v.Auction, Bidder: v.Bidder, Price: v.Price, Channel: v.Channel, At: time.Unix(0, v.AtUnixNano).UTC()}
+			}),
+		}},
+		{name: "event", want: ev, contenders: []codecContender{
+			stategenContender[generated.Event](generated.EventCodec{}, ev),
+			msgpContender(codecbench.Event(ev), func(v codecbench.Event) any { return generated.Event(v) }),
+			musContender[codecbench.Event](codecbench.EventMUS, codecbench.Event(ev), func(v codecbench.Event) any { return generated.Event(v) }),
+			vtprotoContender(pbEvent, func(v *pb.Event) any {
+				return generated.Event{ID: v.Id, Name: v.Name, At: time.Unix(0, v.AtUnixNano).UTC(), Tags: v.Tags, Score: v.Score, Counts: v.Counts}
+			}),
+			jsonContender(ev),
+			gobContender(ev),
+		}},
+	}
+}
+
+// stategenContender calls the generated codec c through the interface a
+// state handle holds.
+func stategenContender[T any](c runtime.ValueCodec[T], v T) codecContender {
+	var out T
+	return codecContender{
+		name:    "stategen",
+		marshal: func(dst []byte) ([]byte, error) { return c.AppendValue(dst, v), nil },
+		unmarshal: func(src []byte, keep bool) error {
+			x, _, err := c.DecodeValue(src)
+			if keep {
+				out = x
+			}
+			return err
+		},
+		last: func() any { return out },
+	}
+}
+
+// msgpMessage is what msgp generates for a type T.
+type msgpMessage[T any] interface {
+	*T
+	MarshalMsg(b []byte) ([]byte, error)
+	UnmarshalMsg(bts []byte) ([]byte, error)
+}
+
+func msgpContender[T any, P msgpMessage[T]](v T, generated func(T) any) codecContender {
+	var out any
+	x := P(new(T)) // reset and reused: on the stack it would escape
+	return codecContender{
+		name:    "msgp",
+		marshal: func(dst []byte) ([]byte, error) { return P(&v).MarshalMsg(dst) },
+		unmarshal: func(src []byte, keep bool) error {
+			*x = *new(T)
+			_, err := x.UnmarshalMsg(src)
+			if keep {
+				out = generated(*x)
+			}
+			return err
+		},
+		last: func() any { return out },
+	}
+}
+
+// musSerializer is the part of mus.Serializer the benchmarks use.
+type musSerializer[T any] interface {
+	Marshal(v T, bs []byte) int
+	Unmarshal(bs []byte) (T, int, error)
+	Size(v T) int
+}
+
+func musContender[T any](s musSerializer[T], v T, generated func(T) any) codecContender {
+	var out any
+	return codecContender{
+		name: "mus",
+		marshal: func(dst []byte) ([]byte, error) {
+			dst, tail := grow(dst, s.Size(v))
+			s.Marshal(v, tail)
+			return dst, nil
+		},
+		unmarshal: func(src []byte, keep bool) error {
+			x, _, err := s.Unmarshal(src)
+			if keep {
+				out = generated(x)
+			}
+			return err
+		},
+		last: func() any { return out },
+	}
+}
+
+// vtprotoMessage is what protoc-gen-go and vtprotobuf generate for a
+// message M.
+type vtprotoMessage[M any] interface {
+	*M
+	Reset()
+	SizeVT() int
+	MarshalToSizedBufferVT(dAtA []byte) (int, error)
+	UnmarshalVT(dAtA []byte) error
+}
+
+func vtprotoContender[M any, P vtprotoMessage[M]](v P, generated func(P) any) codecContender {
+	var out any
+	x := P(new(M))
+	return codecContender{
+		name: "vtproto",
+		marshal: func(dst []byte) ([]byte, error) {
+			dst, tail := grow(dst, v.SizeVT())
+			_, err := v.MarshalToSizedBufferVT(tail)
+			return dst, err
+		},
+		unmarshal: func(src []byte, keep bool) error {
+			x.Reset()
+			err := x.UnmarshalVT(src)
+			if keep {
+				out = generated(x)
+			}
+			return err
+		},
+		last: func() any { return out },
+	}
+}
+
+// jsonContender and gobContender are the standard library's
+// reflection-based codecs.
+func jsonContender(v generated.Event) codecContender {
+	var out generated.Event
+	x := new(generated.Event) // reset and reused: on the stack it would escape
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	return codecContender{
+		name: "json",
+		marshal: func(dst []byte) ([]byte, error) {
+			buf.Reset()
+			err := enc.Encode(&v)
+			return append(dst, buf.Bytes()...), err
+		},
+		unmarshal: func(src []byte, keep bool) error {
+			*x = generated.Event{}
+			err := json.Unmarshal(src, x)
+			if keep {
+				out = *x
+			}
+			return err
+		},
+		last: func() any { return out },
+	}
+}
+
+func gobContender(v generated.Event) codecContender {
+	var out generated.Event
+	x := new(generated.Event)
+	return codecContender{
+		name: "gob",
+		marshal: func(dst []byte) ([]byte, error) {
+			b := bytes.NewBuffer(dst)
+			err := gob.NewEncoder(b).Encode(&v)
+			return b.Bytes(), err
+		},
+		unmarshal: func(src []byte, keep bool) error {
+			*x = generated.Event{}
+			err := gob.NewDecoder(bytes.NewReader(src)).Decode(x)
+			if keep {
+				out = *x
+			}
+			return err
+		},
+		last: func() any { return out },
 	}
 }
 
@@ -86,182 +259,6 @@ func codecValues() []codecValue {
 func grow(dst []byte, n int) (all, tail []byte) {
 	all = slices.Grow(dst, n)[:len(dst)+n]
 	return all, all[len(dst):]
-}
-
-func bidContenders() []codecContender {
-	sg := sgBid()
-	mp := codecbench.Bid(sg)
-	pv := &pb.Bid{Auction: sg.Auction, Bidder: sg.Bidder, Price: sg.Price, Channel: sg.Channel, AtUnixNano: sg.At.UnixNano()}
-	var sgc generated.BidCodec
-	var out generated.Bid
-	last := func() any { return out }
-	pbv := new(pb.Bid)
-	return []codecContender{
-		{
-			name:    "stategen",
-			marshal: func(dst []byte) ([]byte, error) { return sgc.AppendValue(dst, sg), nil },
-			unmarshal: func(src []byte, keep bool) error {
-				v, _, err := sgc.DecodeValue(src)
-				if keep {
-					out = v
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name:    "msgp",
-			marshal: func(dst []byte) ([]byte, error) { return mp.MarshalMsg(dst) },
-			unmarshal: func(src []byte, keep bool) error {
-				var v codecbench.Bid
-				_, err := v.UnmarshalMsg(src)
-				if keep {
-					out = generated.Bid(v)
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name: "mus",
-			marshal: func(dst []byte) ([]byte, error) {
-				dst, tail := grow(dst, codecbench.BidMUS.Size(mp))
-				codecbench.BidMUS.Marshal(mp, tail)
-				return dst, nil
-			},
-			unmarshal: func(src []byte, keep bool) error {
-				v, _, err := codecbench.BidMUS.Unmarshal(src)
-				if keep {
-					out = generated.Bid(v)
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name: "vtproto",
-			marshal: func(dst []byte) ([]byte, error) {
-				dst, tail := grow(dst, pv.SizeVT())
-				_, err := pv.MarshalToSizedBufferVT(tail)
-				return dst, err
-			},
-			unmarshal: func(src []byte, keep bool) error {
-				pbv.Reset()
-				err := pbv.UnmarshalVT(src)
-				if keep {
-					out = generated.Bid{Auction: pbv.Auction, Bidder: pbv.Bidder, Price: pbv.Price, Channel: pbv.Channel, At: time.Unix(0, pbv.AtUnixNano).UTC()}
-				}
-				return err
-			},
-			last: last,
-		},
-	}
-}
-
-func eventContenders() []codecContender {
-	sg := sgEvent()
-	mp := codecbench.Event(sg)
-	pv := &pb.Event{Id: sg.ID, Name: sg.Name, AtUnixNano: sg.At.UnixNano(), Tags: sg.Tags, Score: sg.Score, Counts: sg.Counts}
-	var sgc generated.EventCodec
-	var out generated.Event
-	last := func() any { return out }
-	pbv := new(pb.Event)
-	var jbuf bytes.Buffer
-	jenc := json.NewEncoder(&jbuf)
-	return []codecContender{
-		{
-			name:    "stategen",
-			marshal: func(dst []byte) ([]byte, error) { return sgc.AppendValue(dst, sg), nil },
-			unmarshal: func(src []byte, keep bool) error {
-				v, _, err := sgc.DecodeValue(src)
-				if keep {
-					out = v
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name:    "msgp",
-			marshal: func(dst []byte) ([]byte, error) { return mp.MarshalMsg(dst) },
-			unmarshal: func(src []byte, keep bool) error {
-				var v codecbench.Event
-				_, err := v.UnmarshalMsg(src)
-				if keep {
-					out = generated.Event(v)
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name: "mus",
-			marshal: func(dst []byte) ([]byte, error) {
-				dst, tail := grow(dst, codecbench.EventMUS.Size(mp))
-				codecbench.EventMUS.Marshal(mp, tail)
-				return dst, nil
-			},
-			unmarshal: func(src []byte, keep bool) error {
-				v, _, err := codecbench.EventMUS.Unmarshal(src)
-				if keep {
-					out = generated.Event(v)
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name: "vtproto",
-			marshal: func(dst []byte) ([]byte, error) {
-				dst, tail := grow(dst, pv.SizeVT())
-				_, err := pv.MarshalToSizedBufferVT(tail)
-				return dst, err
-			},
-			unmarshal: func(src []byte, keep bool) error {
-				pbv.Reset()
-				err := pbv.UnmarshalVT(src)
-				if keep {
-					out = generated.Event{ID: pbv.Id, Name: pbv.Name, At: time.Unix(0, pbv.AtUnixNano).UTC(), Tags: pbv.Tags, Score: pbv.Score, Counts: pbv.Counts}
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name: "json",
-			marshal: func(dst []byte) ([]byte, error) {
-				jbuf.Reset()
-				err := jenc.Encode(&sg)
-				return append(dst, jbuf.Bytes()...), err
-			},
-			unmarshal: func(src []byte, keep bool) error {
-				var v generated.Event
-				err := json.Unmarshal(src, &v)
-				if keep {
-					out = v
-				}
-				return err
-			},
-			last: last,
-		},
-		{
-			name: "gob",
-			marshal: func(dst []byte) ([]byte, error) {
-				b := bytes.NewBuffer(dst)
-				err := gob.NewEncoder(b).Encode(&sg)
-				return b.Bytes(), err
-			},
-			unmarshal: func(src []byte, keep bool) error {
-				var v generated.Event
-				err := gob.NewDecoder(bytes.NewReader(src)).Decode(&v)
-				if keep {
-					out = v
-				}
-				return err
-			},
-			last: last,
-		},
-	}
 }
 
 // TestCodecsRoundTrip checks that every contender decodes what it encodes,
