@@ -964,19 +964,24 @@ func DecodeTimeValue(src []byte) (t time.Time, rest []byte, err error) {
 			}
 		}
 	}
-	// Short input, and the errors.
-	sec, rest, err := varint(src, "time value")
+	return decodeTimeBytewise(src)
+}
+
+// decodeTimeBytewise is DecodeTimeValue byte by byte: for input shorter
+// than 8 bytes or with a varint of more than 8, and for the errors.
+func decodeTimeBytewise(src []byte) (t time.Time, rest []byte, err error) {
+	u, rest, err := uvarintLoop(src, "time value")
 	if err != nil {
 		return time.Time{}, nil, err
 	}
-	nsec, rest, err := uvarint(rest, "time value")
+	nsec, rest, err := uvarintLoop(rest, "time value")
 	if err != nil {
 		return time.Time{}, nil, err
 	}
 	if nsec >= 1e9 {
 		return time.Time{}, nil, errNanos("time value", nsec)
 	}
-	return time.Unix(sec, int64(nsec)).UTC(), rest, nil
+	return time.Unix(int64(u>>1)^-int64(u&1), int64(nsec)).UTC(), rest, nil
 }
 
 // ---------------------------------------------------------------------------

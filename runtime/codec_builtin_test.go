@@ -1177,22 +1177,6 @@ func BenchmarkStringKey(b *testing.B) {
 	})
 }
 
-// decodeTimeByBytes is DecodeTimeValue without its 8-byte path.
-func decodeTimeByBytes(src []byte) (time.Time, []byte, error) {
-	u, rest, err := uvarintLoop(src, "time value")
-	if err != nil {
-		return time.Time{}, nil, err
-	}
-	ns, rest, err := uvarintLoop(rest, "time value")
-	if err != nil {
-		return time.Time{}, nil, err
-	}
-	if ns >= 1e9 {
-		return time.Time{}, nil, errNanos("time value", ns)
-	}
-	return time.Unix(int64(u>>1)^-int64(u&1), int64(ns)).UTC(), rest, nil
-}
-
 // checkVarintPaths fails t unless uvarint and DecodeTimeValue, which decode
 // a varint of up to 8 bytes from one load, give what the byte-by-byte
 // decode gives for src: the same value, rest and error.
@@ -1204,7 +1188,7 @@ func checkVarintPaths(t *testing.T, src []byte) {
 		t.Fatalf("uvarint(%x) = %d, %x, %v; byte by byte %d, %x, %v", src, u, rest, err, u2, rest2, err2)
 	}
 	tm, rest, err := DecodeTimeValue(src)
-	tm2, rest2, err2 := decodeTimeByBytes(src)
+	tm2, rest2, err2 := decodeTimeBytewise(src)
 	if tm != tm2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
 		t.Fatalf("DecodeTimeValue(%x) = %v, %x, %v; byte by byte %v, %x, %v", src, tm, rest, err, tm2, rest2, err2)
 	}
