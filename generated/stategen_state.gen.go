@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/stategen/stategen/generated/geo"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 	"time"
 )
 
@@ -418,17 +417,8 @@ func (stategenCodecPtrToAgg) AppendValue(dst []byte, v *Agg) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (stategenCodecPtrToAgg) DecodeValue(src []byte) (v *Agg, rest []byte, err error) {
-	n, _, err := stategenScanPtrToAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPtrToAgg(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(*Agg), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVPtrToAgg(&v, src, &a); err != nil {
 		return *new(*Agg), nil, err
 	}
@@ -440,17 +430,8 @@ func (stategenCodecPtrToAgg) DecodeValue(src []byte) (v *Agg, rest []byte, err e
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (stategenCodecPtrToAgg) DecodeValueInto(v **Agg, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanPtrToAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPtrToAgg(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVPtrToAgg(v, src, &a)
 }
 
@@ -491,17 +472,8 @@ func (AggCodec) AppendValue(dst []byte, v Agg) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (AggCodec) DecodeValue(src []byte) (v Agg, rest []byte, err error) {
-	n, _, err := stategenScanAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVAgg(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Agg), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVAgg(&v, src, &a); err != nil {
 		return *new(Agg), nil, err
 	}
@@ -513,17 +485,8 @@ func (AggCodec) DecodeValue(src []byte) (v Agg, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (AggCodec) DecodeValueInto(v *Agg, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVAgg(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVAgg(v, src, &a)
 }
 
@@ -592,17 +555,8 @@ func (EventCodec) AppendValue(dst []byte, v Event) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Event), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVEvent(&v, src, &a); err != nil {
 		return *new(Event), nil, err
 	}
@@ -614,17 +568,8 @@ func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (EventCodec) DecodeValueInto(v *Event, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVEvent(v, src, &a)
 }
 
@@ -816,17 +761,8 @@ func (stategenCodecMapOfStringToSliceOfPtrToFloat64) AppendValue(dst []byte, v m
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (stategenCodecMapOfStringToSliceOfPtrToFloat64) DecodeValue(src []byte) (v map[string][]*float64, rest []byte, err error) {
-	n, _, err := stategenScanMapOfStringToSliceOfPtrToFloat64(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVMapOfStringToSliceOfPtrToFloat64(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(map[string][]*float64), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVMapOfStringToSliceOfPtrToFloat64(&v, src, &a); err != nil {
 		return *new(map[string][]*float64), nil, err
 	}
@@ -838,17 +774,8 @@ func (stategenCodecMapOfStringToSliceOfPtrToFloat64) DecodeValue(src []byte) (v 
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (stategenCodecMapOfStringToSliceOfPtrToFloat64) DecodeValueInto(v *map[string][]*float64, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanMapOfStringToSliceOfPtrToFloat64(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v, src, &a)
 }
 
@@ -866,7 +793,7 @@ func stategenAppendVPtrToFloat64(dst []byte, v *float64) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToFloat64(v **float64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToFloat64(v **float64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*float64", 1, 0)
 	}
@@ -896,7 +823,7 @@ func stategenAppendVPtrToAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToAgg(v **Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToAgg(v **Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Agg", 1, 0)
 	}
@@ -926,7 +853,7 @@ func stategenAppendVPtrToAgg2(dst []byte, v *Agg2) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToAgg2(v **Agg2, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToAgg2(v **Agg2, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Agg2", 1, 0)
 	}
@@ -956,7 +883,7 @@ func stategenAppendVPtrToExtra(dst []byte, v *Extra) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToExtra(v **Extra, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToExtra(v **Extra, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Extra", 1, 0)
 	}
@@ -986,7 +913,7 @@ func stategenAppendVPtrToInt64(dst []byte, v *int64) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToInt64(v **int64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToInt64(v **int64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*int64", 1, 0)
 	}
@@ -1014,7 +941,7 @@ func stategenAppendVArray2OfArray3OfInt16(dst []byte, v *[2][3]int16) []byte {
 	return dst
 }
 
-func stategenDecodeVArray2OfArray3OfInt16(v *[2][3]int16, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray2OfArray3OfInt16(v *[2][3]int16, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	for i := range v {
 		if src, err = stategenDecodeVArray3OfInt16(&v[i], src, a); err != nil {
 			return nil, err
@@ -1027,7 +954,7 @@ func stategenAppendVArray2OfUint8(dst []byte, v *[2]uint8) []byte {
 	return append(dst, v[:]...)
 }
 
-func stategenDecodeVArray2OfUint8(v *[2]uint8, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray2OfUint8(v *[2]uint8, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) < 2 {
 		return nil, runtime.ShortError("[2]uint8", 2, len(src))
 	}
@@ -1042,7 +969,7 @@ func stategenAppendVArray3OfInt16(dst []byte, v *[3]int16) []byte {
 	return dst
 }
 
-func stategenDecodeVArray3OfInt16(v *[3]int16, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray3OfInt16(v *[3]int16, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	for i := range v {
 		if v[i], src, err = runtime.DecodeInt16Value(src); err != nil {
 			return nil, err
@@ -1055,7 +982,7 @@ func stategenAppendVArray8OfUint8(dst []byte, v *[8]uint8) []byte {
 	return append(dst, v[:]...)
 }
 
-func stategenDecodeVArray8OfUint8(v *[8]uint8, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray8OfUint8(v *[8]uint8, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) < 8 {
 		return nil, runtime.ShortError("[8]uint8", 8, len(src))
 	}
@@ -1074,7 +1001,7 @@ func stategenAppendVSliceOfPtrToFloat64(dst []byte, v []*float64) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfPtrToFloat64(v *[]*float64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfPtrToFloat64(v *[]*float64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1113,7 +1040,7 @@ func stategenAppendVSliceOfColor(dst []byte, v []Color) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfColor(v *[]Color, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfColor(v *[]Color, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1156,7 +1083,7 @@ func stategenAppendVSliceOfString(dst []byte, v []string) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfString(v *[]string, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1209,7 +1136,7 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if src, err = stategenDecodeVBase(&v.Base, src, a); err != nil {
 		return nil, runtime.FieldError("Agg.Base", err)
 	}
@@ -1290,7 +1217,7 @@ func stategenAppendVAgg2(dst []byte, v *Agg2) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg2(v *Agg2, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVAgg2(v *Agg2, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	{
 		var t1 string
 		if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -1310,7 +1237,7 @@ func stategenAppendVBase(dst []byte, v *Base) []byte {
 	return dst
 }
 
-func stategenDecodeVBase(v *Base, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVBase(v *Base, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Base.Count", err)
 	}
@@ -1329,7 +1256,7 @@ func stategenAppendVBid(dst []byte, v *Bid) []byte {
 	return dst
 }
 
-func stategenDecodeVBid(v *Bid, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVBid(v *Bid, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Bid.Auction", err)
 	}
@@ -1358,7 +1285,7 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 	return dst
 }
 
-func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.ID", err)
 	}
@@ -1385,7 +1312,7 @@ func stategenAppendVExtra(dst []byte, v *Extra) []byte {
 	return dst
 }
 
-func stategenDecodeVExtra(v *Extra, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVExtra(v *Extra, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Note, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Extra.Note", err)
 	}
@@ -1398,7 +1325,7 @@ func stategenAppendVPosition(dst []byte, v *Position) []byte {
 	return dst
 }
 
-func stategenDecodeVPosition(v *Position, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPosition(v *Position, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Partition, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("Position.Partition", err)
 	}
@@ -1429,7 +1356,7 @@ func stategenAppendVScalars(dst []byte, v *Scalars) []byte {
 	return dst
 }
 
-func stategenDecodeVScalars(v *Scalars, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVScalars(v *Scalars, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.B, src, err = runtime.DecodeBoolValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.B", err)
 	}
@@ -1495,7 +1422,7 @@ func stategenAppendVTags(dst []byte, v Tags) []byte {
 	return dst
 }
 
-func stategenDecodeVTags(v *Tags, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVTags(v *Tags, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1533,7 +1460,7 @@ func stategenAppendVWindow(dst []byte, v *Window) []byte {
 	return dst
 }
 
-func stategenDecodeVWindow(v *Window, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVWindow(v *Window, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.Start", err)
 	}
@@ -1549,7 +1476,7 @@ func stategenAppendVGeoPairOfLevelAndBlob(dst []byte, v *geo.Pair[Level, Blob]) 
 	return dst
 }
 
-func stategenDecodeVGeoPairOfLevelAndBlob(v *geo.Pair[Level, Blob], src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoPairOfLevelAndBlob(v *geo.Pair[Level, Blob], src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	{
 		var t1 string
 		if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -1573,7 +1500,7 @@ func stategenAppendVGeoPairOfStringAndInt64(dst []byte, v *geo.Pair[string, int6
 	return dst
 }
 
-func stategenDecodeVGeoPairOfStringAndInt64(v *geo.Pair[string, int64], src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoPairOfStringAndInt64(v *geo.Pair[string, int64], src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.First, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Pair.First", err)
 	}
@@ -1589,7 +1516,7 @@ func stategenAppendVGeoPoint(dst []byte, v *geo.Point) []byte {
 	return dst
 }
 
-func stategenDecodeVGeoPoint(v *geo.Point, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoPoint(v *geo.Point, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Lat, src, err = runtime.DecodeFloat64Value(src); err != nil {
 		return nil, runtime.FieldError("Point.Lat", err)
 	}
@@ -1610,7 +1537,7 @@ func stategenAppendVGeoRegion(dst []byte, v geo.Region) []byte {
 	return dst
 }
 
-func stategenDecodeVGeoRegion(v *geo.Region, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoRegion(v *geo.Region, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1650,7 +1577,7 @@ func stategenAppendVMapOfArray2OfUint8ToStruct0d0ad1bd(dst []byte, v map[[2]uint
 	return dst
 }
 
-func stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(v *map[[2]uint8]struct{}, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(v *map[[2]uint8]struct{}, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1699,7 +1626,7 @@ func stategenAppendVMapOfColorToSliceOfString(dst []byte, v map[Color][]string) 
 	return dst
 }
 
-func stategenDecodeVMapOfColorToSliceOfString(v *map[Color][]string, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfColorToSliceOfString(v *map[Color][]string, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1752,7 +1679,7 @@ func stategenAppendVMapOfInt32ToBool(dst []byte, v map[int32]bool) []byte {
 	return dst
 }
 
-func stategenDecodeVMapOfInt32ToBool(v *map[int32]bool, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfInt32ToBool(v *map[int32]bool, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1801,7 +1728,7 @@ func stategenAppendVMapOfStringToSliceOfPtrToFloat64(dst []byte, v map[string][]
 	return dst
 }
 
-func stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v *map[string][]*float64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v *map[string][]*float64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1850,7 +1777,7 @@ func stategenAppendVMapOfStringToInt64(dst []byte, v map[string]int64) []byte {
 	return dst
 }
 
-func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1899,7 +1826,7 @@ func stategenAppendVMapOfStringToMapOfInt32ToBool(dst []byte, v map[string]map[i
 	return dst
 }
 
-func stategenDecodeVMapOfStringToMapOfInt32ToBool(v *map[string]map[int32]bool, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToMapOfInt32ToBool(v *map[string]map[int32]bool, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1948,7 +1875,7 @@ func stategenAppendVStruct601a1b83(dst []byte, v *struct {
 func stategenDecodeVStruct601a1b83(v *struct {
 	X int32
 	Y int32
-}, src []byte, a *strings.Builder) (_ []byte, err error) {
+}, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.X, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("struct.X", err)
 	}
@@ -1962,592 +1889,8 @@ func stategenAppendVStruct0d0ad1bd(dst []byte, v *struct{}) []byte {
 	return dst
 }
 
-func stategenDecodeVStruct0d0ad1bd(v *struct{}, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVStruct0d0ad1bd(v *struct{}, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	return src, nil
-}
-
-func stategenScanPtrToFloat64(src []byte) (n int, _ []byte, err error) {
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*float64", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*float64", src[0])
-	}
-	src = src[1:]
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanPtrToAgg(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Agg", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Agg", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanAgg(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanPtrToAgg2(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Agg2", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Agg2", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanAgg2(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanPtrToExtra(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Extra", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Extra", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanExtra(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanPtrToInt64(src []byte) (n int, _ []byte, err error) {
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*int64", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*int64", src[0])
-	}
-	src = src[1:]
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanArray2OfArray3OfInt16(src []byte) (n int, _ []byte, err error) {
-	var m int
-	for range 2 {
-		if m, src, err = stategenScanArray3OfInt16(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanArray2OfUint8(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipValue(src, 2); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanArray3OfInt16(src []byte) (n int, _ []byte, err error) {
-	for range 3 {
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanArray8OfUint8(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfPtrToFloat64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]*float64", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanPtrToFloat64(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfColor(src []byte) (n int, _ []byte, err error) {
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]Color", c, len(src))
-	}
-	for range c {
-		if src, err = runtime.SkipValue(src, 1); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]string", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanAgg(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = stategenScanBase(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToExtra(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 4); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 4); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanGeoPoint(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanGeoRegion(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanGeoPairOfStringAndInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanArray2OfArray3OfInt16(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanArray8OfUint8(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanSliceOfColor(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanTags(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfColorToSliceOfString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfStringToMapOfInt32ToBool(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToAgg2(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipBytesValue(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanWindow(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanStruct601a1b83(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanStruct0d0ad1bd(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanAgg2(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfArray2OfUint8ToStruct0d0ad1bd(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanBase(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanSliceOfString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanMapOfStringToInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanExtra(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanTags(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("Tags", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanWindow(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanGeoPairOfStringAndInt64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanGeoPoint(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanGeoRegion(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/16 {
-		return 0, nil, runtime.CountError("geo.Region", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanGeoPoint(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfArray2OfUint8ToStruct0d0ad1bd(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[[2]uint8]struct{}", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanArray2OfUint8(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanStruct0d0ad1bd(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfColorToSliceOfString(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[Color][]string", c, len(src))
-	}
-	for range c {
-		if src, err = runtime.SkipValue(src, 1); err != nil {
-			return 0, nil, err
-		}
-		if m, src, err = stategenScanSliceOfString(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfInt32ToBool(src []byte) (n int, _ []byte, err error) {
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[int32]bool", c, len(src))
-	}
-	for range c {
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-		if src, err = runtime.SkipValue(src, 1); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToSliceOfPtrToFloat64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string][]*float64", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanSliceOfPtrToFloat64(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToInt64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string]int64", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToMapOfInt32ToBool(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string]map[int32]bool", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanMapOfInt32ToBool(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanStruct601a1b83(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanStruct0d0ad1bd(src []byte) (n int, _ []byte, err error) {
-	return n, src, nil
 }
 
 func stategenAppendKArray16OfUint8(dst []byte, v *[16]uint8) []byte {

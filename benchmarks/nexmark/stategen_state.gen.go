@@ -5,7 +5,6 @@ package nexmark
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // Q3StateDescriptors are the descriptors of the states of Q3State,
@@ -383,17 +382,8 @@ func (Q3PersonCodec) AppendValue(dst []byte, v Q3Person) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (Q3PersonCodec) DecodeValue(src []byte) (v Q3Person, rest []byte, err error) {
-	n, _, err := stategenScanQ3Person(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVQ3Person(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Q3Person), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVQ3Person(&v, src, &a); err != nil {
 		return *new(Q3Person), nil, err
 	}
@@ -405,17 +395,8 @@ func (Q3PersonCodec) DecodeValue(src []byte) (v Q3Person, rest []byte, err error
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (Q3PersonCodec) DecodeValueInto(v *Q3Person, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanQ3Person(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVQ3Person(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVQ3Person(v, src, &a)
 }
 
@@ -486,7 +467,7 @@ func stategenAppendVSliceOfWindow(dst []byte, v []Window) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfWindow(v *[]Window, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfWindow(v *[]Window, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -521,7 +502,7 @@ func stategenAppendVQ3Person(dst []byte, v *Q3Person) []byte {
 	return dst
 }
 
-func stategenDecodeVQ3Person(v *Q3Person, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVQ3Person(v *Q3Person, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Q3Person.Name", err)
 	}
@@ -541,7 +522,7 @@ func stategenAppendVQ7Bid(dst []byte, v *Q7Bid) []byte {
 	return dst
 }
 
-func stategenDecodeVQ7Bid(v *Q7Bid, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVQ7Bid(v *Q7Bid, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Q7Bid.Auction", err)
 	}
@@ -560,7 +541,7 @@ func stategenAppendVWindow(dst []byte, v *Window) []byte {
 	return dst
 }
 
-func stategenDecodeVWindow(v *Window, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVWindow(v *Window, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.Start", err)
 	}
@@ -568,23 +549,6 @@ func stategenDecodeVWindow(v *Window, src []byte, a *strings.Builder) (_ []byte,
 		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
-}
-
-func stategenScanQ3Person(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
 }
 
 func stategenAppendKWindow(dst []byte, v *Window) []byte {

@@ -5,7 +5,6 @@ package pipeline
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // ClickStateDescriptors are the descriptors of the states of ClickState,
@@ -114,17 +113,8 @@ func (EventCodec) AppendValue(dst []byte, v Event) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Event), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVEvent(&v, src, &a); err != nil {
 		return *new(Event), nil, err
 	}
@@ -136,17 +126,8 @@ func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (EventCodec) DecodeValueInto(v *Event, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVEvent(v, src, &a)
 }
 
@@ -266,7 +247,7 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 	return dst
 }
 
-func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.Offset", err)
 	}
@@ -294,7 +275,7 @@ func stategenAppendVUserStats(dst []byte, v *UserStats) []byte {
 	return dst
 }
 
-func stategenDecodeVUserStats(v *UserStats, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVUserStats(v *UserStats, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Events", err)
 	}
@@ -320,7 +301,7 @@ func stategenAppendVWindowAgg(dst []byte, v *WindowAgg) []byte {
 	return dst
 }
 
-func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("WindowAgg.Events", err)
 	}
@@ -331,28 +312,6 @@ func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *strings.Builder) (_ [
 		return nil, runtime.FieldError("WindowAgg.LastPage", err)
 	}
 	return src, nil
-}
-
-func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
 }
 
 func stategenAppendKEventTime(dst []byte, v *EventTime) []byte {

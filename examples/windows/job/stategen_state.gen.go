@@ -5,7 +5,6 @@ package job
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -211,7 +210,7 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Count", err)
 	}
@@ -231,7 +230,7 @@ func stategenAppendVProgress(dst []byte, v *Progress) []byte {
 	return dst
 }
 
-func stategenDecodeVProgress(v *Progress, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVProgress(v *Progress, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Offset", err)
 	}

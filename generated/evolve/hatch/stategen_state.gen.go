@@ -5,7 +5,6 @@ package hatch
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -135,7 +134,7 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 	return dst
 }
 
-func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
@@ -151,7 +150,7 @@ func stategenAppendVProfileV1(dst []byte, v *ProfileV1) []byte {
 	return dst
 }
 
-func stategenDecodeVProfileV1(v *ProfileV1, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVProfileV1(v *ProfileV1, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("ProfileV1.Name", err)
 	}
