@@ -927,7 +927,9 @@ func stategenDecodeVPtrToInt64(v **int64, src []byte, a *runtime.StringBlock) (_
 	}
 	src = src[1:]
 	p := new(int64)
-	if *p, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		*p, src = runtime.Unzigzag(fast), src[size:]
+	} else if *p, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, err
 	}
 	*v = p
@@ -1189,7 +1191,9 @@ func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, e
 		}
 		v.Blob = Blob(t1)
 	}
-	{
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.Stamp, src = Stamp(fast), src[size:]
+	} else {
 		var t2 time.Time
 		if t2, src, err = runtime.DecodeTimeValue(src); err != nil {
 			return nil, runtime.FieldError("Agg.Stamp", err)
@@ -1238,7 +1242,9 @@ func stategenAppendVBase(dst []byte, v *Base) []byte {
 }
 
 func stategenDecodeVBase(v *Base, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Count, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Base.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat64Value(src); err != nil {
@@ -1257,19 +1263,27 @@ func stategenAppendVBid(dst []byte, v *Bid) []byte {
 }
 
 func stategenDecodeVBid(v *Bid, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Auction, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Bid.Auction", err)
 	}
-	if v.Bidder, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Bidder, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Bidder, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Bid.Bidder", err)
 	}
-	if v.Price, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Price, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Price, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Bid.Price", err)
 	}
 	if v.Channel, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Bid.Channel", err)
 	}
-	if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.At, src = fast, src[size:]
+	} else if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
 		return nil, runtime.FieldError("Bid.At", err)
 	}
 	return src, nil
@@ -1286,13 +1300,17 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 }
 
 func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.ID, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.ID", err)
 	}
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Event.Name", err)
 	}
-	if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.At, src = fast, src[size:]
+	} else if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
 		return nil, runtime.FieldError("Event.At", err)
 	}
 	if src, err = stategenDecodeVSliceOfString(&v.Tags, src, a); err != nil {
@@ -1329,7 +1347,9 @@ func stategenDecodeVPosition(v *Position, src []byte, a *runtime.StringBlock) (_
 	if v.Partition, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("Position.Partition", err)
 	}
-	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Offset, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Position.Offset", err)
 	}
 	return src, nil
@@ -1372,7 +1392,9 @@ func stategenDecodeVScalars(v *Scalars, src []byte, a *runtime.StringBlock) (_ [
 	if v.I32, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.I32", err)
 	}
-	if v.I64, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.I64, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.I64, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.I64", err)
 	}
 	if v.U, src, err = runtime.DecodeUintValue(src); err != nil {
@@ -1387,7 +1409,9 @@ func stategenDecodeVScalars(v *Scalars, src []byte, a *runtime.StringBlock) (_ [
 	if v.U32, src, err = runtime.DecodeUint32Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.U32", err)
 	}
-	if v.U64, src, err = runtime.DecodeUint64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.U64, src = fast, src[size:]
+	} else if v.U64, src, err = runtime.DecodeUint64Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.U64", err)
 	}
 	if v.F32, src, err = runtime.DecodeFloat32Value(src); err != nil {
@@ -1402,10 +1426,14 @@ func stategenDecodeVScalars(v *Scalars, src []byte, a *runtime.StringBlock) (_ [
 	if v.Bs, src, err = runtime.DecodeBytesValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.Bs", err)
 	}
-	if v.T, src, err = runtime.DecodeTimeValue(src); err != nil {
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.T, src = fast, src[size:]
+	} else if v.T, src, err = runtime.DecodeTimeValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.T", err)
 	}
-	if v.D, src, err = runtime.DecodeDurationValue(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.D, src = time.Duration(runtime.Unzigzag(fast)), src[size:]
+	} else if v.D, src, err = runtime.DecodeDurationValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.D", err)
 	}
 	return src, nil
@@ -1461,10 +1489,14 @@ func stategenAppendVWindow(dst []byte, v *Window) []byte {
 }
 
 func stategenDecodeVWindow(v *Window, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Start, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.Start", err)
 	}
-	if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.End, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
@@ -1504,7 +1536,9 @@ func stategenDecodeVGeoPairOfStringAndInt64(v *geo.Pair[string, int64], src []by
 	if v.First, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Pair.First", err)
 	}
-	if v.Second, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Second, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Second, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Pair.Second", err)
 	}
 	return src, nil
@@ -1802,7 +1836,9 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *runti
 		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
-		if x, src, err = runtime.DecodeInt64Value(src); err != nil {
+		if fast, size := runtime.UvarintPrefix(src); size > 0 {
+			x, src = runtime.Unzigzag(fast), src[size:]
+		} else if x, src, err = runtime.DecodeInt64Value(src); err != nil {
 			return nil, err
 		}
 		m[k] = x

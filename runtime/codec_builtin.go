@@ -947,28 +947,14 @@ func AppendTimeValue(dst []byte, t time.Time) []byte {
 // without monotonic reading, equal by == to t.UTC().Round(0) for the encoded
 // t. Nanoseconds of 1e9 or more are an error.
 func DecodeTimeValue(src []byte) (t time.Time, rest []byte, err error) {
-	if len(src) >= 8 {
-		// Both varints from 8-byte loads, the second from the last 8 bytes
-		// of src, shifted, if fewer than 8 follow it: a time is often the
-		// last field of a value.
-		if u, n, ok := varint8(binary.LittleEndian.Uint64(src)); ok {
-			var w uint64
-			if len(src)-n >= 8 {
-				w = binary.LittleEndian.Uint64(src[n:])
-			} else {
-				w = binary.LittleEndian.Uint64(src[len(src)-8:]) >> (8 * (8 - (len(src) - n)))
-			}
-			if nsec, m, ok := varint8(w); ok && m <= len(src)-n && nsec < 1e9 {
-				sec := int64(u>>1) ^ -int64(u&1)
-				return time.Unix(sec, int64(nsec)).UTC(), src[n+m:], nil
-			}
-		}
+	if t, n := TimeValuePrefix(src); n > 0 {
+		return t, src[n:], nil
 	}
 	return decodeTimeBytewise(src)
 }
 
-// decodeTimeBytewise is DecodeTimeValue byte by byte: for input shorter
-// than 8 bytes or with a varint of more than 8, and for the errors.
+// decodeTimeBytewise is DecodeTimeValue without its fast path
+// (TimeValuePrefix): for varints of 10 bytes, and for the errors.
 func decodeTimeBytewise(src []byte) (t time.Time, rest []byte, err error) {
 	u, rest, err := uvarintLoop(src, "time value")
 	if err != nil {

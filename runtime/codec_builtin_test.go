@@ -1177,9 +1177,10 @@ func BenchmarkStringKey(b *testing.B) {
 	})
 }
 
-// checkVarintPaths fails t unless uvarint and DecodeTimeValue, which decode
-// a varint of up to 8 bytes from one load, give what the byte-by-byte
-// decode gives for src: the same value, rest and error.
+// checkVarintPaths fails t unless the fast paths of varint and time
+// decoding (uvarint's 8-byte load, UvarintPrefix and TimeValuePrefix) give
+// what the byte-by-byte decode gives for src: the same value, rest and
+// error, or, for the prefix functions, nothing.
 func checkVarintPaths(t *testing.T, src []byte) {
 	t.Helper()
 	u, rest, err := uvarint(src, "x")
@@ -1187,10 +1188,18 @@ func checkVarintPaths(t *testing.T, src []byte) {
 	if u != u2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
 		t.Fatalf("uvarint(%x) = %d, %x, %v; byte by byte %d, %x, %v", src, u, rest, err, u2, rest2, err2)
 	}
+	// The fast path of generated decoders takes every varint of up to 9
+	// bytes that uvarint takes, and nothing else.
+	if x, n := UvarintPrefix(src); n > 0 != (err2 == nil && len(src)-len(rest2) <= 9) || n > 0 && (x != u2 || n != len(src)-len(rest2)) {
+		t.Fatalf("UvarintPrefix(%x) = %d, %d; uvarint %d, %x, %v", src, x, n, u2, rest2, err2)
+	}
 	tm, rest, err := DecodeTimeValue(src)
 	tm2, rest2, err2 := decodeTimeBytewise(src)
 	if tm != tm2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
 		t.Fatalf("DecodeTimeValue(%x) = %v, %x, %v; byte by byte %v, %x, %v", src, tm, rest, err, tm2, rest2, err2)
+	}
+	if tm3, n := TimeValuePrefix(src); n > 0 && (err2 != nil || tm3 != tm2 || n != len(src)-len(rest2)) {
+		t.Fatalf("TimeValuePrefix(%x) = %v, %d; byte by byte %v, %x, %v", src, tm3, n, tm2, rest2, err2)
 	}
 }
 

@@ -1,13 +1,66 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // The functions in this file are the pieces the generated codecs call
-// beside the built-in ones: decoding the strings of a value into one shared
-// block, and the errors of composite encodings. They are exported for
+// beside the built-in ones: the fast paths of integer and time decoding,
+// decoding the strings of a value into one shared block, and the errors of
+// composite encodings. They are exported for
 // generated code, which would otherwise stamp a copy of them into every
 // file; their errors are the runtime's own, so a message reads the same
 // whichever codec reported it.
+
+// UvarintPrefix decodes the varint at the front of src if it is in minimal
+// form and takes at most 9 bytes, and returns it with its length. Otherwise
+// it returns a length of 0, and the caller decodes with the full decoder
+// (DecodeUvarint and the integer value decoders), which takes every varint
+// and reports the errors. It makes no call, so it inlines: a generated
+// decoder's fast path for integer fields,
+//
+//	if x, n := runtime.UvarintPrefix(src); n > 0 {
+//		v.ID, src = runtime.Unzigzag(x), src[n:]
+//	} else if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
+//		...
+//	}
+//
+// which keeps a decoder of several such fields free of calls.
+func UvarintPrefix(src []byte) (x uint64, n int) {
+	for i, s := 0, uint(0); i < len(src) && i < 9; i, s = i+1, s+7 {
+		b := src[i]
+		x |= uint64(b&0x7f) << s
+		if b < 0x80 {
+			if b == 0 && i > 0 {
+				return 0, 0 // not minimal
+			}
+			return x, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// Unzigzag returns the int64 whose zigzag encoding (AppendVarint) is u.
+func Unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// TimeValuePrefix decodes the time value at the front of src, as
+// DecodeTimeValue does, if both its varints take UvarintPrefix's fast path
+// and its nanoseconds are in range, and returns it with its length.
+// Otherwise it returns a length of 0, and the caller decodes with
+// DecodeTimeValue, which reports the errors. It is the fast path of time
+// fields in generated decoders, and of DecodeTimeValue.
+func TimeValuePrefix(src []byte) (t time.Time, n int) {
+	sec, n := UvarintPrefix(src)
+	if n == 0 {
+		return time.Time{}, 0
+	}
+	nsec, m := UvarintPrefix(src[n:])
+	if m == 0 || nsec >= 1e9 {
+		return time.Time{}, 0
+	}
+	return time.Unix(Unzigzag(sec), int64(nsec)).UTC(), n + m
+}
 
 // stringBlockSize is how many bytes of input a StringBlock copies at once,
 // unless a string needs more: enough for the strings of a typical value,

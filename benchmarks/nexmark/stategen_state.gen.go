@@ -523,13 +523,19 @@ func stategenAppendVQ7Bid(dst []byte, v *Q7Bid) []byte {
 }
 
 func stategenDecodeVQ7Bid(v *Q7Bid, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Auction, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Q7Bid.Auction", err)
 	}
-	if v.Bidder, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Bidder, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Bidder, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Q7Bid.Bidder", err)
 	}
-	if v.Time, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Time, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Time, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Q7Bid.Time", err)
 	}
 	return src, nil
@@ -542,10 +548,14 @@ func stategenAppendVWindow(dst []byte, v *Window) []byte {
 }
 
 func stategenDecodeVWindow(v *Window, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Start, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.Start", err)
 	}
-	if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.End, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil

@@ -228,7 +228,52 @@ func (e *emitter) decodeValue(t *model.Type, x jen.Code, wrap jen.Code) []jen.Co
 	} else {
 		call = jen.Qual(RuntimePath, "Decode"+leafName[k]+"Value").Call(src)
 	}
-	return e.leafDecode(t, x, call, ret)
+	slow := e.leafDecode(t, x, call, ret)
+	fast := fastPath(k)
+	if fast == nil {
+		return slow
+	}
+	// The fast path decodes most values without a call; the runtime's
+	// decoder takes the rest and reports the errors.
+	val := fast.value
+	if t.Kind == model.Named {
+		val = jen.Add(e.typ(t)).Call(val)
+	}
+	return []jen.Code{jen.If(jen.List(jen.Id("fast"), jen.Id("size")).Op(":=").Add(fast.prefix), jen.Id("size").Op(">").Lit(0)).Block(
+		jen.List(x, src).Op("=").List(val, src.Clone().Index(jen.Id("size"), jen.Empty())),
+	).Else().Add(elseOf(slow))}
+}
+
+// fastDecode is the fast path of a leaf kind's value decoding: prefix
+// yields fast and its length size (0 if the full decoder must run), and
+// value is the decoded value made of fast. The names are none that
+// generated decoders use for their own variables.
+type fastDecode struct{ prefix, value jen.Code }
+
+// fastPath returns the fast path of the value decoding of leaf kind k, or
+// nil if it has none: the kinds whose every varint of up to 9 bytes is a
+// valid value.
+func fastPath(k model.Kind) *fastDecode {
+	x := jen.Id("fast")
+	switch k {
+	case model.Int64, model.Duration:
+		v := rt("Unzigzag").Call(x)
+		if k == model.Duration {
+			v = jen.Qual("time", "Duration").Call(v)
+		}
+		return &fastDecode{rt("UvarintPrefix").Call(src), v}
+	case model.Uint64:
+		return &fastDecode{rt("UvarintPrefix").Call(src), x}
+	case model.Time:
+		return &fastDecode{rt("TimeValuePrefix").Call(src), x}
+	}
+	return nil
+}
+
+// elseOf returns the statement of a one-statement decode as the else branch
+// of an if: an if statement chains (else if), a block is one.
+func elseOf(slow []jen.Code) jen.Code {
+	return slow[0]
 }
 
 // leafDecode assigns the result of call, a runtime leaf decoder, to x.

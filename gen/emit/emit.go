@@ -40,7 +40,11 @@
 // most a small multiple of their input, reject duplicate map keys, and
 // return errors wrapping runtime.ErrCorrupt that name the field at fault.
 //
-// A value decodes in one pass over its bytes. Its strings are copies, so
+// A value decodes in one pass over its bytes. Fields of int64, uint64,
+// time.Duration and time.Time decode first by the runtime's call-free fast
+// path (runtime.UvarintPrefix, which inlines, and runtime.TimeValuePrefix),
+// then, for what it does not take (a 10-byte varint, an error), by the
+// runtime's decoder, which reports the errors. Its strings are copies, so
 // that a decoded value never aliases the bytes it came from, which stores
 // reuse; those of a value that can hold several strings are slices of
 // blocks of the input copied once (runtime.StringBlock), so that they

@@ -248,7 +248,9 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 }
 
 func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Offset, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.Offset", err)
 	}
 	if v.User, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -257,10 +259,14 @@ func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byt
 	if v.Page, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Event.Page", err)
 	}
-	if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Session, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.Session", err)
 	}
-	if v.At, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.At, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.At, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.At", err)
 	}
 	return src, nil
@@ -276,19 +282,29 @@ func stategenAppendVUserStats(dst []byte, v *UserStats) []byte {
 }
 
 func stategenDecodeVUserStats(v *UserStats, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Events, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Events", err)
 	}
-	if v.Sessions, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Sessions, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Sessions, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Sessions", err)
 	}
-	if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Session, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Session", err)
 	}
-	if v.First, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.First, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.First, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.First", err)
 	}
-	if v.Last, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Last, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Last, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Last", err)
 	}
 	return src, nil
@@ -302,10 +318,14 @@ func stategenAppendVWindowAgg(dst []byte, v *WindowAgg) []byte {
 }
 
 func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Events, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("WindowAgg.Events", err)
 	}
-	if v.Pages, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Pages, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Pages, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("WindowAgg.Pages", err)
 	}
 	if v.LastPage, src, err = runtime.DecodeStringValueIn(src, a); err != nil {

@@ -211,13 +211,19 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 }
 
 func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Count, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Count", err)
 	}
-	if v.Sum, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Sum, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Sum, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Sum", err)
 	}
-	if v.Max, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Max, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Max, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Max", err)
 	}
 	return src, nil
@@ -231,13 +237,19 @@ func stategenAppendVProgress(dst []byte, v *Progress) []byte {
 }
 
 func stategenDecodeVProgress(v *Progress, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Offset, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Offset", err)
 	}
-	if v.Watermark, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Watermark, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Watermark, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Watermark", err)
 	}
-	if v.Dropped, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Dropped, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Dropped, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Dropped", err)
 	}
 	return src, nil

@@ -96,7 +96,9 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 }
 
 func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Name, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
 	return src, nil

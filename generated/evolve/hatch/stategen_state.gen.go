@@ -135,10 +135,14 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 }
 
 func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Name, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
-	if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Age, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	return src, nil

@@ -458,10 +458,14 @@ func stategenAppendVScore(dst []byte, v *Score) []byte {
 }
 
 func stategenDecodeVScore(v *Score, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.A, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.A", err)
 	}
-	if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.B, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.B", err)
 	}
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {

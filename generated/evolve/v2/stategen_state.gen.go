@@ -440,7 +440,9 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 }
 
 func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Count, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat64Value(src); err != nil {
@@ -467,7 +469,9 @@ func stategenDecodeVPageVisit(v *PageVisit, src []byte, a *runtime.StringBlock) 
 	if v.Where, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("PageVisit.Where", err)
 	}
-	if v.N, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.N, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.N, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("PageVisit.N", err)
 	}
 	if v.Extra, src, err = runtime.DecodeBoolValue(src); err != nil {
@@ -495,7 +499,9 @@ func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ [
 	if v.Name, src, err = runtime.DecodeBytesValue(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
-	if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Age, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	if src, err = stategenDecodeVSliceOfPageVisit(&v.Visits, src, a); err != nil {
@@ -525,16 +531,22 @@ func stategenAppendVScore(dst []byte, v *Score) []byte {
 }
 
 func stategenDecodeVScore(v *Score, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
-	if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.A, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.A", err)
 	}
-	if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.B, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.B", err)
 	}
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Score.Name", err)
 	}
-	if v.C, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.C, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.C, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.C", err)
 	}
 	return src, nil
@@ -626,7 +638,9 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *runti
 		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
-		if x, src, err = runtime.DecodeInt64Value(src); err != nil {
+		if fast, size := runtime.UvarintPrefix(src); size > 0 {
+			x, src = runtime.Unzigzag(fast), src[size:]
+		} else if x, src, err = runtime.DecodeInt64Value(src); err != nil {
 			return nil, err
 		}
 		m[k] = x
