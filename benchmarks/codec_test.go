@@ -10,6 +10,10 @@ package benchmarks
 //   - value=event is generated.Event: an int64 id, a short string, a time,
 //     three tags, a float64 and a map of two counters.
 //
+// codec=stategen decodes with DecodeValue, as a handle's Get does;
+// codec=stategen-into with DecodeValueInto into a reset value, as GetInto
+// does and as msgp and vtprotobuf are measured.
+//
 // Every codec marshals into a reused buffer and unmarshals into a fresh
 // value on the stack, as a state handle's Get decodes into its result
 // (the others into a reset value that they reuse, since one on the stack
@@ -85,6 +89,7 @@ func codecValues() []codecValue {
 	return []codecValue{
 		{name: "small", want: bid, contenders: []codecContender{
 			stategenContender[generated.Bid](generated.BidCodec{}, bid),
+			stategenIntoContender[generated.Bid](generated.BidCodec{}, bid),
 			msgpContender(codecbench.Bid(bid), func(v codecbench.Bid) any { return generated.Bid(v) }),
 			musContender[codecbench.Bid](codecbench.BidMUS, codecbench.Bid(bid), func(v codecbench.Bid) any { return generated.Bid(v) }),
 			vtprotoContender(pbBid, func(v *pb.Bid) any {
@@ -93,6 +98,7 @@ func codecValues() []codecValue {
 		}},
 		{name: "event", want: ev, contenders: []codecContender{
 			stategenContender[generated.Event](generated.EventCodec{}, ev),
+			stategenIntoContender[generated.Event](generated.EventCodec{}, ev),
 			msgpContender(codecbench.Event(ev), func(v codecbench.Event) any { return generated.Event(v) }),
 			musContender[codecbench.Event](codecbench.EventMUS, codecbench.Event(ev), func(v codecbench.Event) any { return generated.Event(v) }),
 			vtprotoContender(pbEvent, func(v *pb.Event) any {
@@ -115,6 +121,32 @@ func stategenContender[T any](c runtime.ValueCodec[T], v T) codecContender {
 			x, _, err := c.DecodeValue(src)
 			if keep {
 				out = x
+			}
+			return err
+		},
+		last: func() any { return out },
+	}
+}
+
+// stategenIntoContender decodes with the generated codec's DecodeValueInto
+// into a value it resets and reuses, as GetInto does, and as msgp and
+// vtprotobuf decode: in place, so that the decoded value is not returned
+// through an interface call. Reset, the value holds no slice or map to
+// reuse, so it allocates what DecodeValue does.
+func stategenIntoContender[T any](c interface {
+	runtime.ValueCodec[T]
+	runtime.IntoDecoder[T]
+}, v T) codecContender {
+	var out T
+	x := new(T)
+	return codecContender{
+		name:    "stategen-into",
+		marshal: func(dst []byte) ([]byte, error) { return c.AppendValue(dst, v), nil },
+		unmarshal: func(src []byte, keep bool) error {
+			*x = *new(T)
+			_, err := c.DecodeValueInto(x, src)
+			if keep {
+				out = *x
 			}
 			return err
 		},
