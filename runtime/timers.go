@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"weak"
 )
@@ -222,18 +223,25 @@ func (h *timersHandle[K, N]) timerKey(time int64, k K, ns N) (int, []byte, error
 	return kg - h.sh.start, b, nil
 }
 
-// wrote records a write of a timer at time in key group index i: what
-// Advance knows of the group, and the group to read again if an Advance is
-// running.
-func (sh *timerShared) wrote(i int, time int64, registered bool) {
-	switch {
-	case !sh.known[i]:
-	case registered && time < sh.min[i]:
-		sh.min[i] = time
-	case !registered && time == sh.min[i]:
-		sh.known[i] = false
+// wrote records a write of the timer uk at time in key group index i:
+// what Advance knows of the group — its head, kept in step with the write
+// while it holds the group's first timers (see head.wrote), and its
+// earliest time — and the group to read again if an Advance is running.
+func (sh *timerShared) wrote(i int, uk []byte, time int64, registered bool) {
+	hd := &sh.heads[i]
+	if hd.valid && hd.wrote(uk, registered) && len(hd.q) > 0 {
+		// The head holds the group's first timers: its first is the
+		// group's earliest.
+		sh.min[i], sh.known[i] = timerTime(hd.q[0]), true
+	} else {
+		switch {
+		case !sh.known[i]:
+		case registered && time < sh.min[i]:
+			sh.min[i] = time
+		case !registered && time == sh.min[i]:
+			sh.known[i] = false
+		}
 	}
-	sh.heads[i].valid = false
 	if sh.advancing {
 		sh.touched = append(sh.touched, i)
 	}
@@ -267,7 +275,7 @@ func (t Timers[K, N]) write(time int64, k K, ns N, register bool) error {
 	if err != nil {
 		return h.errorf(op, err)
 	}
-	h.sh.wrote(i, time, register)
+	h.sh.wrote(i, uk, time, register)
 	return nil
 }
 
@@ -276,7 +284,9 @@ const prefetch = 64
 
 // head is the first timers of a key group, as Advance sees them: read
 // prefetch at a time, in order, into one buffer, and kept from one Advance
-// to the next until a timer of the group is registered or deleted.
+// to the next. While valid, q holds the group's first len(q) timers, all
+// of them unless more: a write of a timer keeps it so (see wrote), and a
+// head that cannot be kept so is marked invalid, to be read again.
 type head struct {
 	q     [][]byte // the group's first timers (user keys), in order
 	qs    [][]byte // backs q, which Advance consumes from the front
@@ -284,6 +294,49 @@ type head struct {
 	valid bool     // q and more are the group's as it is
 	buf   []byte   // backs q
 	ends  []int    // scratch of refill
+}
+
+// maxHeadBytes bounds the bytes a head's buffer grows to by the timers
+// written into it between two reads of its group: past it, a write marks
+// the head invalid, and the next read starts the buffer over.
+const maxHeadBytes = 16 << 10
+
+// wrote keeps a valid head in step with the registration or deletion of
+// the timer uk, which the store has just made, and reports whether the
+// head is still valid. A timer after the head's last, when the group holds
+// more than the head, is not the head's concern; one before it is
+// inserted (its bytes appended to buf) or removed. A head left empty while
+// the group holds more, or whose buffer would outgrow maxHeadBytes, is
+// marked invalid.
+func (hd *head) wrote(uk []byte, registered bool) bool {
+	p, found := slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
+	switch {
+	case registered == found:
+		// Registered again, or deleted while absent: nothing changed.
+	case p == len(hd.q) && hd.more:
+		// Beyond the head: the group's first timers are the same.
+	case registered:
+		if len(hd.buf)+len(uk) > maxHeadBytes {
+			hd.valid = false
+			return false
+		}
+		start := len(hd.buf)
+		hd.buf = append(hd.buf, uk...)
+		hd.q = slices.Insert(hd.q, p, hd.buf[start:len(hd.buf):len(hd.buf)])
+		if len(hd.q) > 2*prefetch {
+			hd.q, hd.more = hd.q[:prefetch], true
+		}
+		if cap(hd.q) > cap(hd.qs) {
+			hd.qs = hd.q[:0] // keep the larger array for refill
+		}
+	default:
+		hd.q = slices.Delete(hd.q, p, p+1)
+		if len(hd.q) == 0 && hd.more {
+			hd.valid = false
+			return false
+		}
+	}
+	return true
 }
 
 // next returns the head's first timer, nil if it has none.
@@ -331,6 +384,13 @@ func (h *timersHandle[K, N]) learn(i int, uk []byte) error {
 	}
 	sh.min[i], sh.known[i] = t, true
 	return nil
+}
+
+// timerTime returns the time of the timer uk, a user key the store holds
+// (so well formed: its first 8 bytes are the time's key encoding).
+func timerTime(uk []byte) int64 {
+	t, _, _ := DecodeInt64Key(uk)
+	return t
 }
 
 // Advance fires every timer with a time <= to, in (time, key, namespace)
@@ -406,8 +466,10 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 		}
 		others := false
 		for _, i := range sh.touched {
-			if err := h.refill(i); err != nil {
-				return err
+			if hd := &sh.heads[i]; !hd.valid || len(hd.q) == 0 && hd.more {
+				if err := h.refill(i); err != nil {
+					return err
+				}
 			}
 			others = others || i != best
 		}

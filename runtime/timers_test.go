@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -110,6 +111,84 @@ func TestTimersModel(t *testing.T) {
 				}
 				if ok != (wantNext != nil) || ok && next != *wantNext {
 					t.Fatalf("step %d: Next = %d, %v; want %v", step, next, ok, wantNext)
+				}
+			}
+		})
+	}
+}
+
+// TestTimersModelDense is TestTimersModel with hundreds of timers in each
+// of two key groups — more than Advance reads of a group at once, so that
+// the heads it keeps hold a group's first timers only — and with
+// callbacks that register and delete timers at random, before, among and
+// after the timers a head holds: Advance still fires exactly the timers
+// due, in time order, each once, those a callback registers due included.
+func TestTimersModelDense(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(runtime.StoreConfig{MaxParallelism: 2})
+			handles := []runtime.Timers[string, int64]{newTimers(t, s), newTimers(t, s)}
+			rng := rand.New(rand.NewPCG(3, 4))
+			want := map[timer]bool{}
+			now := int64(0)
+			// write registers or deletes a random timer at floor or later
+			// (or one that exists) through a random handle, and keeps want
+			// in step.
+			write := func(floor int64) {
+				ts := handles[rng.IntN(2)]
+				// Half of them soon, half far: groups hold many timers, and
+				// many come before the last a head holds.
+				span := int64(100)
+				if rng.IntN(2) == 0 {
+					span = 5000
+				}
+				tm := timer{Time: max(floor, now+rng.Int64N(span)-10), Key: fmt.Sprintf("k%d", rng.IntN(300)), Namespace: rng.Int64N(3)}
+				if rng.IntN(3) == 0 {
+					for w := range want {
+						tm = w
+						break
+					}
+					check(t, ts.Delete(tm.Time, tm.Key, tm.Namespace))
+					delete(want, tm)
+					return
+				}
+				check(t, ts.Register(tm.Time, tm.Key, tm.Namespace))
+				want[tm] = true
+			}
+			steps := 4000
+			if testing.Short() {
+				steps = 1000
+			}
+			for step := range steps {
+				if rng.IntN(20) != 0 {
+					write(math.MinInt64)
+					continue
+				}
+				now += rng.Int64N(40)
+				var got []timer
+				err := handles[rng.IntN(2)].Advance(now, func(tm timer) error {
+					if !want[tm] {
+						t.Fatalf("step %d: Advance(%d) fired %v, which is not registered", step, now, tm)
+					}
+					// In time order (a callback's timer at its own time fires
+					// after it, whatever its key).
+					if len(got) > 0 && got[len(got)-1].Time > tm.Time {
+						t.Fatalf("step %d: Advance(%d) fired %v after %v", step, now, tm, got[len(got)-1])
+					}
+					delete(want, tm)
+					got = append(got, tm)
+					// A callback's timers come at or after its own, as in
+					// a job (one before would fire next, out of order).
+					for range rng.IntN(3) {
+						write(tm.Time)
+					}
+					return nil
+				})
+				check(t, err)
+				for w := range want {
+					if w.Time <= now {
+						t.Fatalf("step %d: Advance(%d) left %v, which is due", step, now, w)
+					}
 				}
 			}
 		})
