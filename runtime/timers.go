@@ -320,14 +320,24 @@ func (hd *head) wrote(uk []byte, registered bool) bool {
 			hd.valid = false
 			return false
 		}
+		if hd.buf == nil {
+			hd.buf = make([]byte, 0, maxHeadBytes/8)
+		}
 		start := len(hd.buf)
 		hd.buf = append(hd.buf, uk...)
+		if len(hd.q) == cap(hd.q) {
+			// Advance consumed q from the front of qs: move it back there
+			// rather than grow a new array.
+			if len(hd.q) < cap(hd.qs) {
+				hd.q = append(hd.qs[:0], hd.q...)
+			} else {
+				hd.qs = slices.Grow(hd.qs[:0], max(2*len(hd.q), prefetch))
+				hd.q = append(hd.qs, hd.q...)
+			}
+		}
 		hd.q = slices.Insert(hd.q, p, hd.buf[start:len(hd.buf):len(hd.buf)])
 		if len(hd.q) > 2*prefetch {
 			hd.q, hd.more = hd.q[:prefetch], true
-		}
-		if cap(hd.q) > cap(hd.qs) {
-			hd.qs = hd.q[:0] // keep the larger array for refill
 		}
 	default:
 		hd.q = slices.Delete(hd.q, p, p+1)
