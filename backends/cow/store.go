@@ -129,7 +129,7 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	snap.lease = storekit.Track(s.snaps, snap, func() error { freeViews(views); return nil })
 	s.seq = snap.lease.Seq()
 	for name, st := range s.states {
-		sv := &stateView{spec: st.spec, tabs: make([]tableView, len(st.tabs))}
+		sv := &stateView{spec: st.spec}
 		for i, t := range st.tabs {
 			if t == nil {
 				continue
@@ -138,8 +138,12 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 				t.dropFreed()
 				continue
 			}
-			tv := &sv.tabs[i]
+			if sv.tabs == nil {
+				sv.tabs = make([]*tableView, len(st.tabs))
+			}
+			tv := t.view()
 			tv.slabs, tv.main, tv.seq, tv.lease = t.slabs, t.main, s.seq, snap.lease
+			sv.tabs[i] = tv
 			t.protect(tv)
 			t.marks = t.mark()
 			t.frozenEpoch = s.seq
