@@ -74,10 +74,15 @@ type timersHandle[K, N any] struct {
 // cannot leave it wrong. Registering through any handle lowers a known
 // earliest time; deleting the earliest timer forgets it.
 type timerShared struct {
-	start   int   // the first owned key group
-	anchors []Key // by key group - start
-	min     []int64
-	known   []bool
+	// restores is the store's count of Restores (nil if it keeps none),
+	// and seen its count at the last Advance or Next: the same count
+	// tells that no key group was restored into since.
+	restores RestoreCounter
+	seen     uint64
+	start    int   // the first owned key group
+	anchors  []Key // by key group - start
+	min      []int64
+	known    []bool
 	// advancing is set during an Advance; touched then lists the key
 	// groups in which a timer was registered or deleted, which Advance
 	// reads again.
@@ -129,7 +134,7 @@ var timerStates sync.Map // State -> weak.Pointer[timerShared]
 // sharedTimers returns the timerShared of st, making it if needed. A State
 // of a type that cannot be a map key (no backend of this module) gets a
 // handle of its own: its handles must then not be mixed.
-func sharedTimers(st State, maxP int, groups KeyGroupRange) *timerShared {
+func sharedTimers(s Store, st State, maxP int, groups KeyGroupRange) *timerShared {
 	comparable := reflect.TypeOf(st).Comparable()
 	if comparable {
 		if wp, ok := timerStates.Load(st); ok {
@@ -140,6 +145,11 @@ func sharedTimers(st State, maxP int, groups KeyGroupRange) *timerShared {
 	}
 	all := timerAnchors(maxP)
 	sh := &timerShared{start: groups.Start, min: make([]int64, groups.Len()), known: make([]bool, groups.Len())}
+	if c, ok := s.(RestoreCounter); ok {
+		if n, ok := c.Restores(); ok {
+			sh.restores, sh.seen = c, n
+		}
+	}
 	sh.fillCB = func(u, _ []byte) bool {
 		hd := sh.fill
 		hd.buf = append(hd.buf, u...)
@@ -181,7 +191,7 @@ func NewTimers[K, N any](s Store, d TimersDescriptor[K, N]) (Timers[K, N], error
 		return Timers[K, N]{}, wrongStateType(spec, st)
 	}
 	h.st = sm
-	h.sh = sharedTimers(st, h.maxP, h.groups)
+	h.sh = sharedTimers(s, st, h.maxP, h.groups)
 	return Timers[K, N]{h}, nil
 }
 
@@ -396,6 +406,26 @@ func (h *timersHandle[K, N]) learn(i int, uk []byte) error {
 	return nil
 }
 
+// checkRestores marks every head invalid, to be read again, if entries
+// may have been restored into the store since the last check: if it
+// counted a Restore since, or keeps no count. A Restore loads only key
+// groups where the state has no entries, so the heads that hold timers
+// stay right; but a head read empty may not be any more.
+func (sh *timerShared) checkRestores() {
+	if sh.restores != nil {
+		n, ok := sh.restores.Restores()
+		if ok && n == sh.seen {
+			return
+		}
+		sh.seen = n
+	}
+	for i := range sh.heads {
+		if hd := &sh.heads[i]; hd.valid && len(hd.q) == 0 && !hd.more {
+			hd.valid = false
+		}
+	}
+}
+
 // timerTime returns the time of the timer uk, a user key the store holds
 // (so well formed: its first 8 bytes are the time's key encoding).
 func timerTime(uk []byte) int64 {
@@ -434,12 +464,9 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	}
 	sh.advancing = true
 	defer func() { sh.advancing, sh.touched = false, sh.touched[:0] }()
+	sh.checkRestores()
 	for i := range sh.heads {
 		hd := &sh.heads[i]
-		if hd.valid && len(hd.q) == 0 && !hd.more {
-			// An empty group may have been restored into since: read it.
-			hd.valid = false
-		}
 		if !hd.valid && (!sh.known[i] || sh.min[i] <= to) {
 			if err := h.refill(i); err != nil {
 				return err
@@ -507,8 +534,9 @@ func (t Timers[K, N]) Next() (time int64, ok bool, err error) {
 	if sh.advancing {
 		return 0, false, h.errorf("next timer", fmt.Errorf("Next called from inside Advance"))
 	}
+	sh.checkRestores()
 	for i := range sh.heads {
-		if !sh.known[i] {
+		if hd := &sh.heads[i]; !sh.known[i] && !(hd.valid && len(hd.q) == 0 && !hd.more) {
 			if err := h.refill(i); err != nil {
 				return 0, false, err
 			}

@@ -345,3 +345,55 @@ func TestTimersBadInput(t *testing.T) {
 		})
 	}
 }
+
+// uncounted hides a store's RestoreCounter: timers then read every key
+// group they saw empty again at each Advance.
+type uncounted struct{ runtime.Store }
+
+// TestTimersRestoredAfterAdvance: timers restored into a store whose
+// timer handles have already read its key groups empty fire at the next
+// Advance, and Next sees them — on every backend, whether the store counts
+// its Restores or not.
+func TestTimersRestoredAfterAdvance(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		for _, hide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/uncounted=%v", name, hide), func(t *testing.T) {
+				cfg := runtime.StoreConfig{MaxParallelism: 16}
+				src := newStore(cfg)
+				srcTimers := newTimers(t, src)
+				var want []timer
+				for i := range 40 {
+					tm := timer{Time: int64(100 + i), Key: fmt.Sprint("k", i), Namespace: int64(i % 3)}
+					check(t, srcTimers.Register(tm.Time, tm.Key, tm.Namespace))
+					want = append(want, tm)
+				}
+				snap, err := src.Snapshot()
+				check(t, err)
+				defer snap.Release()
+
+				var dst runtime.Store = newStore(cfg)
+				if hide {
+					dst = uncounted{dst}
+				}
+				ts := newTimers(t, dst)
+				// One timer of the store's own, and every other group read
+				// empty.
+				check(t, ts.Register(50, "own", 0))
+				if got := advance(t, ts, 60); !slices.Equal(got, []timer{{50, "own", 0}}) {
+					t.Fatalf("Advance fired %v, want the store's own timer", got)
+				}
+				if _, ok, err := ts.Next(); err != nil || ok {
+					t.Fatalf("Next of an empty timer state: %v, %v", ok, err)
+				}
+				check(t, dst.Restore(snap))
+				next, ok, err := ts.Next()
+				if err != nil || !ok || next != 100 {
+					t.Errorf("after the restore, Next = %d, %v, %v; want 100", next, ok, err)
+				}
+				if got := advance(t, ts, 1000); !slices.Equal(got, want) {
+					t.Errorf("after the restore, Advance fired %v, want the %d restored timers", got, len(want))
+				}
+			})
+		}
+	}
+}

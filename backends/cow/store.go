@@ -12,11 +12,12 @@ import (
 // snapshots cost O(states × key groups). Like every Store it is used by one
 // goroutine; its snapshots may be read and released on others.
 type Store struct {
-	cfg     runtime.StoreConfig
-	opts    Options
-	states  map[string]*state
-	handles map[string]runtime.State
-	closed  bool
+	restores storekit.Restores // counts Restores (runtime.RestoreCounter)
+	cfg      runtime.StoreConfig
+	opts     Options
+	states   map[string]*state
+	handles  map[string]runtime.State
+	closed   bool
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
@@ -33,6 +34,9 @@ type Store struct {
 	// once a worker's failure has stopped the others.
 	testLoadFailed func()
 }
+
+// Restores implements runtime.RestoreCounter.
+func (s *Store) Restores() (uint64, bool) { return s.restores.Restores() }
 
 var _ runtime.Store = (*Store)(nil)
 
