@@ -27,11 +27,17 @@ import (
 // timer column family — and registering a timer twice is one timer.
 //
 // Timers are not held in memory: the handles of a state share, per owned
-// key group, the time of its earliest timer (when known) and its first 64
-// timers as last read. Advance reads only the key groups that may hold a
-// due timer and whose first timers changed since, and fires from a binary
-// heap of the key groups' first timers: a fired timer costs one Delete, a
-// heap step, and a read per 64 timers of its key group.
+// key group, the time of its earliest timer (when known) and its first
+// timers (64 as read, up to 128 as registered since), the group's head. A
+// timer registered or deleted is written to the store and, if it falls
+// among the head's timers, into the head too, so that the head stays the
+// group's first timers without a read. Advance reads only the key groups
+// that may hold a due timer and whose head it does not hold (never read,
+// emptied while the group holds more, or grown past its buffer), and the
+// groups it saw empty again after a Restore (on a store that counts them,
+// RestoreCounter; at every Advance on one that does not), and fires from a
+// binary heap of the key groups' first timers: a fired timer costs one
+// Delete, a heap step, and a read per 64 timers of its key group.
 
 // TimersDescriptor describes a timer state for NewTimers. Generated code
 // fills it in for a runtime.Timers field of a state struct.
@@ -444,8 +450,7 @@ func timerTime(uk []byte) int64 {
 //
 // Advance reads only the key groups that may hold a due timer (those whose
 // earliest time is unknown or <= to) and whose first timers it does not
-// hold already, prefetch timers at a time, and again a key group in which
-// fn registered or deleted a timer.
+// hold already, prefetch timers at a time.
 func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	if t.h == nil {
 		return ErrUnbound
