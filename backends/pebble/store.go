@@ -58,10 +58,11 @@ type Store struct {
 	failed       error
 	pidx         pendingIndex // the pending batch's writes, for point reads
 
-	kbuf []byte   // the key of the current point operation
-	vbuf []byte   // the value returned by the last Get
-	wbuf []byte   // the value being written
-	bufs [][]byte // spare buffers for iteration bounds (see takeBuf)
+	kbuf     []byte   // the key of the current point operation
+	clearBuf []byte   // the keys of a Clear or DeleteAll being deleted one by one
+	vbuf     []byte   // the value returned by the last Get
+	wbuf     []byte   // the value being written
+	bufs     [][]byte // spare buffers for iteration bounds (see takeBuf)
 }
 
 // Restores implements runtime.RestoreCounter.
