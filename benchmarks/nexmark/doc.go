@@ -107,9 +107,15 @@
 // — q5's with each new (window, auction) count, q7's with a window's first
 // bid, q8's with each person and auction, q11's with each new session —
 // registering an existing timer being a no-op, as in Flink; timers fire
-// in (time, key, namespace) order. Every stategen query runs the same
-// algorithm as its plain twin, so that their ratio measures the state,
-// not two ways to compute a query.
+// in (time, key, namespace) order. The stategen queries run their plain
+// twins' algorithms, so that the ratio of the two measures the state, not
+// two ways to compute a query — with the layout a keyed operator needs,
+// which a one-goroutine Go program does not: q8 keys its state by person,
+// as Beam's CoGroupByKey does (and an instance of a parallel job must, to
+// own its persons), with a timer per person and window, where plain Go
+// keeps a map per window and one timer for it; q5 registers a window's
+// timer with each new auction count of the window, plain Go with the
+// window's first.
 //
 // # Verification
 //
