@@ -36,12 +36,13 @@ const defaultLayout = treePerGroup
 // Store it is used by one goroutine, the operator's; its snapshots may be
 // read and released on others.
 type Store struct {
-	cfg    runtime.StoreConfig
-	opts   Options
-	layout layout
-	states map[string]*state
-	specs  []runtime.StateSpec // of states, sorted by name
-	closed bool
+	restores storekit.Restores // counts Restores (runtime.RestoreCounter)
+	cfg      runtime.StoreConfig
+	opts     Options
+	layout   layout
+	states   map[string]*state
+	specs    []runtime.StateSpec // of states, sorted by name
+	closed   bool
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
@@ -56,6 +57,9 @@ type Store struct {
 	buf  []byte
 	iter *iterator
 }
+
+// Restores implements runtime.RestoreCounter.
+func (s *Store) Restores() (uint64, bool) { return s.restores.Restores() }
 
 var _ runtime.Store = (*Store)(nil)
 
@@ -161,6 +165,7 @@ func (s *Store) Restore(src runtime.View) error {
 	if s.iterating > 0 {
 		return fmt.Errorf("%w: Restore", ErrWriteDuringIteration)
 	}
+	s.restores.Note()
 	r, err := storekit.CheckRestore(s.target(), src)
 	if err != nil {
 		return err
