@@ -8,10 +8,9 @@ import (
 // The functions in this file are the pieces the generated codecs call
 // beside the built-in ones: the fast paths of integer and time decoding,
 // decoding the strings of a value into one shared block, and the errors of
-// composite encodings. They are exported for
-// generated code, which would otherwise stamp a copy of them into every
-// file; their errors are the runtime's own, so a message reads the same
-// whichever codec reported it.
+// composite encodings. They are exported for generated code, which would
+// otherwise stamp a copy of them into every file; their errors are the
+// runtime's own, so a message reads the same whichever codec reported it.
 
 // UvarintPrefix decodes the varint at the front of src if it is in minimal
 // form and takes at most 9 bytes, and returns it with its length. Otherwise
@@ -75,7 +74,11 @@ const stringBlockSize = 256
 // are slices of the block; a string past them starts a new block. The
 // block is a copy, so decoded strings never alias the input. Strings that
 // follow each other in the input (a struct's, a slice's, a map's keys)
-// usually take one block; the bytes between them are copied too.
+// usually take one block; the bytes between them are copied too. The cost
+// is memory: a decoded string keeps its whole block alive, at most
+// stringBlockSize bytes beside its own, where a value whose strings are far
+// apart (a short string between long byte slices) copies a block per
+// string.
 //
 // A generated decoder of a value that can hold several strings declares
 // one StringBlock and passes it to DecodeStringValueIn for each string,
