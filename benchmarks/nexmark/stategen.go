@@ -77,7 +77,7 @@ func (q *q3) Event(e *Event) error {
 			return nil
 		}
 		seller = p.ID
-		if _, ok, err := q.st.Persons.Get(seller); err != nil || ok {
+		if ok, err := q.st.Persons.Contains(seller); err != nil || ok {
 			return err // a person comes once; Beam logs a second one
 		}
 		person := Q3Person{Name: p.Name, City: p.City, State: p.State}
@@ -354,24 +354,30 @@ func (q *q8) Watermark(wm int64) error {
 	return q.st.Timers.Advance(wm, q.fireFn)
 }
 
+// fire emits the join of the (person, window) of the timer, and deletes
+// it. The reserves come first: a person's name is read (and decoded) only
+// if the person opened auctions in the window.
 func (q *q8) fire(tm runtime.Timer[int64, int64]) error {
 	person, start := tm.Key, tm.Namespace
-	name, ok, err := q.st.Persons.Get(person, start)
-	if err != nil {
+	if err := q.st.Reserves.GetInto(person, start, &q.reserves); err != nil {
 		return err
 	}
-	if ok {
-		if err := q.st.Reserves.GetInto(person, start, &q.reserves); err != nil {
+	if len(q.reserves) > 0 {
+		name, ok, err := q.st.Persons.Get(person, start)
+		if err != nil {
 			return err
 		}
 		for _, r := range q.reserves {
+			if !ok {
+				break // the seller registered in another window
+			}
 			q.out.Q8 = append(q.out.Q8, Q8Row{Start: start, Person: person, Name: name, Reserve: r})
 		}
-		if err := q.st.Persons.Delete(person, start); err != nil {
+		if err := q.st.Reserves.Delete(person, start); err != nil {
 			return err
 		}
 	}
-	return q.st.Reserves.Delete(person, start)
+	return q.st.Persons.Delete(person, start)
 }
 
 // q11 is user sessions, Beam's Query11: the number of bids of each
