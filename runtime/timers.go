@@ -90,8 +90,8 @@ type timerShared struct {
 	min      []int64
 	known    []bool
 	// advancing is set during an Advance; touched then lists the key
-	// groups in which a timer was registered or deleted, which Advance
-	// reads again.
+	// groups in which a timer was registered or deleted, whose heads
+	// Advance reads again if the writes left them invalid, and reorders.
 	advancing bool
 	touched   []int
 	heads     []head // Advance's, by key group - start, kept for their buffers
