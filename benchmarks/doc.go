@@ -50,8 +50,15 @@
 // MapFirstPutAfterSnapshot. Memory, in memory_test.go: HeapPerEntry,
 // GCCycle, LargeState (10M entries with STATEGEN_BENCH_LARGE=1). Checkpoint
 // write and restore (checkpoint_test.go), rescale from 2 to 3 instances
-// (rescale_test.go) and the codecs against encoding/json, encoding/gob and
-// tinylib/msgp (codec_test.go, codec=<name>) complete the suite. A whole
+// (rescale_test.go) and the codecs of a small value and of an event against
+// tinylib/msgp, mus-go, vtprotobuf, encoding/json and encoding/gob
+// (codec_test.go, value=<small|event>/codec=<name>) complete the suite.
+// FlatGet and FlatPut (flat_test.go) read and overwrite a 24-byte value
+// without pointers (benchmarks/internal/flat, with its generated codec)
+// under int64 and string keys, on cow against a plain Go map and one behind
+// a sync.RWMutex (gomap, gomap-rwmutex): the Val of the other benchmarks
+// holds a []byte the map's collector must trace, which flatters cow
+// against the map; flat values are the map's best case. A whole
 // streaming workload is in the sub-package benchmarks/nexmark: Nexmark's
 // stateful queries q3, q5, q7, q8 and q11 on every backend beside the same
 // queries in plain Go (BenchmarkNexmark: events/s, allocs/event, with and

@@ -2,9 +2,9 @@
 # Runs the benchmarks behind benchmarks/REPORT.md into benchmarks/results/
 # and regenerates the report's tables and chart from them (benchreport fill).
 #
-#   bash benchmarks/report.sh            every run (about 30 minutes on 2 cores)
-#   bash benchmarks/report.sh checkpoint only the named runs: ops, memory,
-#                                        rescale-codec, checkpoint
+#   bash benchmarks/report.sh            every run (about an hour on 2 cores)
+#   bash benchmarks/report.sh checkpoint only the named runs: ops, flat, memory,
+#                                        rescale-codec, checkpoint, nexmark
 #
 # STATEGEN_BENCH_KEYS (default 1M here) and the other knobs of doc.go apply.
 # The machine should be otherwise idle: the report compares medians of
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export STATEGEN_BENCH_KEYS="${STATEGEN_BENCH_KEYS:-1M}"
 runs=("$@")
-[ ${#runs[@]} -gt 0 ] || runs=(ops memory rescale-codec checkpoint)
+[ ${#runs[@]} -gt 0 ] || runs=(ops flat memory rescale-codec checkpoint nexmark)
 
 bench() { # bench OUTFILE REGEXP [BENCHTIME]
 	go test -run='^$' -bench="$2" -benchmem -count 6 -benchtime="${3:-100ms}" -timeout 120m ./benchmarks |
@@ -23,13 +23,19 @@ bench() { # bench OUTFILE REGEXP [BENCHTIME]
 for r in "${runs[@]}"; do
 	case "$r" in
 	ops) bench backends '^Benchmark(Value|List|Map|SortedMap|Snapshot|PutDuringSnapshot)' ;;
+	flat) bench flat '^BenchmarkFlat(Get|Put)$' ;;
 	# Memory in a process of its own: a GC cycle costs what the whole heap holds.
 	memory) bench memory '^Benchmark(HeapPerEntry|GCCycle)$' ;;
 	rescale-codec) bench rescale-codec '^Benchmark(Rescale|Codec)' ;;
 	# A restore takes ~0.1-0.7 s: 1s gives each sample a few of them.
 	checkpoint) bench checkpoint '^BenchmarkCheckpoint(Write|Restore|RestoreQuarter)$' 1s ;;
+	# Nexmark: a pass of 200K events per iteration, -count 10 (the issue's bar).
+	nexmark)
+		go test -run='^$' -bench='^BenchmarkNexmark$' -benchmem -count 10 -timeout 180m ./benchmarks/nexmark |
+			tee benchmarks/results/nexmark.txt
+		;;
 	*)
-		echo "report.sh: unknown run $r (want ops, memory, rescale-codec or checkpoint)" >&2
+		echo "report.sh: unknown run $r (want ops, flat, memory, rescale-codec, checkpoint or nexmark)" >&2
 		exit 2
 		;;
 	esac

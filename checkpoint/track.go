@@ -360,6 +360,15 @@ func (t *Tracker) Restore(src runtime.View) error {
 	return err
 }
 
+// Restores implements runtime.RestoreCounter: the inner store's count, if
+// it keeps one.
+func (t *Tracker) Restores() (uint64, bool) {
+	if c, ok := t.inner.(runtime.RestoreCounter); ok {
+		return c.Restores()
+	}
+	return 0, false
+}
+
 // Snapshot implements runtime.Store: the backend's snapshot, with the
 // changes recorded since the base's and the decision how to write it.
 func (t *Tracker) Snapshot() (runtime.Snapshot, error) {

@@ -26,6 +26,14 @@ type ClickState struct {
 	Scratch int `state:"-"`
 }
 
+// BidState is the state of an auction operator: each auction's highest
+// bid (a small value).
+//
+//stategen:state
+type BidState struct {
+	Highest runtime.Value[int64, Bid] `state:"highest-bid"`
+}
+
 // WindowState is the state of a windowed aggregation: one state of each
 // kind, sub-keyed, over every supported type family.
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/stategen/stategen/generated/geo"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 	"time"
 )
 
@@ -100,6 +99,46 @@ func OpenClickState(s runtime.Store) (*ClickState, error) {
 	}
 	if st.Timeline, err = runtime.NewSortedMap(s, d.Timeline); err != nil {
 		return nil, fmt.Errorf("OpenClickState: field Timeline: %w", err)
+	}
+	return st, nil
+}
+
+// BidStateDescriptors are the descriptors of the states of BidState,
+// one field per state: what OpenBidState registers, and what the typed readers
+// of package checkpoint/inspect take to read the states from a checkpoint
+// offline.
+type BidStateDescriptors struct {
+	// Highest is the descriptor of state "highest-bid".
+	Highest runtime.ValueDescriptor[int64, Bid]
+}
+
+// DescribeBidState returns the descriptors of the states of BidState.
+func DescribeBidState() BidStateDescriptors {
+	return BidStateDescriptors{
+		Highest: runtime.ValueDescriptor[int64, Bid]{
+			Fingerprint: "v1:2f16ac4de2b1e79106521babcf9a7bab",
+			Key:         runtime.Int64Codec{},
+			Name:        "highest-bid",
+			Schema:      "stategen/v1 value key=int64 value=struct{Auction int64;Bidder int64;Price int64;Channel string;At time}",
+			Value:       BidCodec{},
+		},
+	}
+}
+
+// OpenBidState returns a new BidState whose states are registered with s. It
+// returns the first registration error: an invalid or duplicate name, or a
+// state registered before with another kind or schema
+// (runtime.ErrStateMismatch).
+//
+// States and their canonical schemas:
+//
+//	Highest "highest-bid": stategen/v1 value key=int64 value=struct{Auction int64;Bidder int64;Price int64;Channel string;At time}
+func OpenBidState(s runtime.Store) (*BidState, error) {
+	d := DescribeBidState()
+	st := new(BidState)
+	var err error
+	if st.Highest, err = runtime.NewValue(s, d.Highest); err != nil {
+		return nil, fmt.Errorf("OpenBidState: field Highest: %w", err)
 	}
 	return st, nil
 }
@@ -378,17 +417,8 @@ func (stategenCodecPtrToAgg) AppendValue(dst []byte, v *Agg) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (stategenCodecPtrToAgg) DecodeValue(src []byte) (v *Agg, rest []byte, err error) {
-	n, _, err := stategenScanPtrToAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPtrToAgg(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(*Agg), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVPtrToAgg(&v, src, &a); err != nil {
 		return *new(*Agg), nil, err
 	}
@@ -400,17 +430,8 @@ func (stategenCodecPtrToAgg) DecodeValue(src []byte) (v *Agg, rest []byte, err e
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (stategenCodecPtrToAgg) DecodeValueInto(v **Agg, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanPtrToAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPtrToAgg(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVPtrToAgg(v, src, &a)
 }
 
@@ -451,17 +472,8 @@ func (AggCodec) AppendValue(dst []byte, v Agg) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (AggCodec) DecodeValue(src []byte) (v Agg, rest []byte, err error) {
-	n, _, err := stategenScanAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVAgg(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Agg), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVAgg(&v, src, &a); err != nil {
 		return *new(Agg), nil, err
 	}
@@ -473,23 +485,44 @@ func (AggCodec) DecodeValue(src []byte) (v Agg, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (AggCodec) DecodeValueInto(v *Agg, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanAgg(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVAgg(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVAgg(v, src, &a)
 }
 
 var (
 	_ runtime.ValueCodec[Agg]  = AggCodec{}
 	_ runtime.IntoDecoder[Agg] = AggCodec{}
+)
+
+// BidCodec is a value codec (runtime.ValueCodec) of Bid, generated by stategen.
+type BidCodec struct{}
+
+// AppendValue appends the value encoding of v to dst.
+func (BidCodec) AppendValue(dst []byte, v Bid) []byte {
+	return stategenAppendVBid(dst, &v)
+}
+
+// DecodeValue decodes a value from the front of src and returns it with
+// the rest of src. Errors wrap runtime.ErrCorrupt.
+func (BidCodec) DecodeValue(src []byte) (v Bid, rest []byte, err error) {
+	if rest, err = stategenDecodeVBid(&v, src, nil); err != nil {
+		return *new(Bid), nil, err
+	}
+	return v, rest, nil
+}
+
+// DecodeValueInto decodes a value from the front of src into *v and
+// returns the rest of src, reusing the slices and maps *v holds
+// (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
+// unspecified.
+func (BidCodec) DecodeValueInto(v *Bid, src []byte) (rest []byte, err error) {
+	return stategenDecodeVBid(v, src, nil)
+}
+
+var (
+	_ runtime.ValueCodec[Bid]  = BidCodec{}
+	_ runtime.IntoDecoder[Bid] = BidCodec{}
 )
 
 // ColorCodec is a value codec (runtime.ValueCodec) of Color, generated by stategen.
@@ -522,17 +555,8 @@ func (EventCodec) AppendValue(dst []byte, v Event) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Event), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVEvent(&v, src, &a); err != nil {
 		return *new(Event), nil, err
 	}
@@ -544,17 +568,8 @@ func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (EventCodec) DecodeValueInto(v *Event, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVEvent(v, src, &a)
 }
 
@@ -746,17 +761,8 @@ func (stategenCodecMapOfStringToSliceOfPtrToFloat64) AppendValue(dst []byte, v m
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (stategenCodecMapOfStringToSliceOfPtrToFloat64) DecodeValue(src []byte) (v map[string][]*float64, rest []byte, err error) {
-	n, _, err := stategenScanMapOfStringToSliceOfPtrToFloat64(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVMapOfStringToSliceOfPtrToFloat64(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(map[string][]*float64), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVMapOfStringToSliceOfPtrToFloat64(&v, src, &a); err != nil {
 		return *new(map[string][]*float64), nil, err
 	}
@@ -768,17 +774,8 @@ func (stategenCodecMapOfStringToSliceOfPtrToFloat64) DecodeValue(src []byte) (v 
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (stategenCodecMapOfStringToSliceOfPtrToFloat64) DecodeValueInto(v *map[string][]*float64, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanMapOfStringToSliceOfPtrToFloat64(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v, src, &a)
 }
 
@@ -796,7 +793,7 @@ func stategenAppendVPtrToFloat64(dst []byte, v *float64) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToFloat64(v **float64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToFloat64(v **float64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*float64", 1, 0)
 	}
@@ -826,7 +823,7 @@ func stategenAppendVPtrToAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToAgg(v **Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToAgg(v **Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Agg", 1, 0)
 	}
@@ -856,7 +853,7 @@ func stategenAppendVPtrToAgg2(dst []byte, v *Agg2) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToAgg2(v **Agg2, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToAgg2(v **Agg2, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Agg2", 1, 0)
 	}
@@ -886,7 +883,7 @@ func stategenAppendVPtrToExtra(dst []byte, v *Extra) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToExtra(v **Extra, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToExtra(v **Extra, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Extra", 1, 0)
 	}
@@ -916,7 +913,7 @@ func stategenAppendVPtrToInt64(dst []byte, v *int64) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToInt64(v **int64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToInt64(v **int64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*int64", 1, 0)
 	}
@@ -930,7 +927,9 @@ func stategenDecodeVPtrToInt64(v **int64, src []byte, a *strings.Builder) (_ []b
 	}
 	src = src[1:]
 	p := new(int64)
-	if *p, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		*p, src = runtime.Unzigzag(fast), src[size:]
+	} else if *p, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, err
 	}
 	*v = p
@@ -944,7 +943,7 @@ func stategenAppendVArray2OfArray3OfInt16(dst []byte, v *[2][3]int16) []byte {
 	return dst
 }
 
-func stategenDecodeVArray2OfArray3OfInt16(v *[2][3]int16, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray2OfArray3OfInt16(v *[2][3]int16, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	for i := range v {
 		if src, err = stategenDecodeVArray3OfInt16(&v[i], src, a); err != nil {
 			return nil, err
@@ -957,7 +956,7 @@ func stategenAppendVArray2OfUint8(dst []byte, v *[2]uint8) []byte {
 	return append(dst, v[:]...)
 }
 
-func stategenDecodeVArray2OfUint8(v *[2]uint8, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray2OfUint8(v *[2]uint8, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) < 2 {
 		return nil, runtime.ShortError("[2]uint8", 2, len(src))
 	}
@@ -972,7 +971,7 @@ func stategenAppendVArray3OfInt16(dst []byte, v *[3]int16) []byte {
 	return dst
 }
 
-func stategenDecodeVArray3OfInt16(v *[3]int16, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray3OfInt16(v *[3]int16, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	for i := range v {
 		if v[i], src, err = runtime.DecodeInt16Value(src); err != nil {
 			return nil, err
@@ -985,7 +984,7 @@ func stategenAppendVArray8OfUint8(dst []byte, v *[8]uint8) []byte {
 	return append(dst, v[:]...)
 }
 
-func stategenDecodeVArray8OfUint8(v *[8]uint8, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVArray8OfUint8(v *[8]uint8, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) < 8 {
 		return nil, runtime.ShortError("[8]uint8", 8, len(src))
 	}
@@ -1004,7 +1003,7 @@ func stategenAppendVSliceOfPtrToFloat64(dst []byte, v []*float64) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfPtrToFloat64(v *[]*float64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfPtrToFloat64(v *[]*float64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1043,7 +1042,7 @@ func stategenAppendVSliceOfColor(dst []byte, v []Color) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfColor(v *[]Color, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfColor(v *[]Color, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1086,7 +1085,7 @@ func stategenAppendVSliceOfString(dst []byte, v []string) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfString(v *[]string, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1139,7 +1138,7 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if src, err = stategenDecodeVBase(&v.Base, src, a); err != nil {
 		return nil, runtime.FieldError("Agg.Base", err)
 	}
@@ -1192,7 +1191,9 @@ func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err e
 		}
 		v.Blob = Blob(t1)
 	}
-	{
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.Stamp, src = Stamp(fast), src[size:]
+	} else {
 		var t2 time.Time
 		if t2, src, err = runtime.DecodeTimeValue(src); err != nil {
 			return nil, runtime.FieldError("Agg.Stamp", err)
@@ -1220,7 +1221,7 @@ func stategenAppendVAgg2(dst []byte, v *Agg2) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg2(v *Agg2, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVAgg2(v *Agg2, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	{
 		var t1 string
 		if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -1240,12 +1241,50 @@ func stategenAppendVBase(dst []byte, v *Base) []byte {
 	return dst
 }
 
-func stategenDecodeVBase(v *Base, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVBase(v *Base, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Count, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Base.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat64Value(src); err != nil {
 		return nil, runtime.FieldError("Base.Sum", err)
+	}
+	return src, nil
+}
+
+func stategenAppendVBid(dst []byte, v *Bid) []byte {
+	dst = runtime.AppendInt64Value(dst, v.Auction)
+	dst = runtime.AppendInt64Value(dst, v.Bidder)
+	dst = runtime.AppendInt64Value(dst, v.Price)
+	dst = runtime.AppendStringValue(dst, v.Channel)
+	dst = runtime.AppendTimeValue(dst, v.At)
+	return dst
+}
+
+func stategenDecodeVBid(v *Bid, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Auction, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Auction, src, err = runtime.DecodeInt64Value(src); err != nil {
+		return nil, runtime.FieldError("Bid.Auction", err)
+	}
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Bidder, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Bidder, src, err = runtime.DecodeInt64Value(src); err != nil {
+		return nil, runtime.FieldError("Bid.Bidder", err)
+	}
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Price, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Price, src, err = runtime.DecodeInt64Value(src); err != nil {
+		return nil, runtime.FieldError("Bid.Price", err)
+	}
+	if v.Channel, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
+		return nil, runtime.FieldError("Bid.Channel", err)
+	}
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.At, src = fast, src[size:]
+	} else if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
+		return nil, runtime.FieldError("Bid.At", err)
 	}
 	return src, nil
 }
@@ -1260,14 +1299,18 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 	return dst
 }
 
-func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.ID, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.ID, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.ID", err)
 	}
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Event.Name", err)
 	}
-	if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.At, src = fast, src[size:]
+	} else if v.At, src, err = runtime.DecodeTimeValue(src); err != nil {
 		return nil, runtime.FieldError("Event.At", err)
 	}
 	if src, err = stategenDecodeVSliceOfString(&v.Tags, src, a); err != nil {
@@ -1287,7 +1330,7 @@ func stategenAppendVExtra(dst []byte, v *Extra) []byte {
 	return dst
 }
 
-func stategenDecodeVExtra(v *Extra, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVExtra(v *Extra, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Note, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Extra.Note", err)
 	}
@@ -1300,11 +1343,13 @@ func stategenAppendVPosition(dst []byte, v *Position) []byte {
 	return dst
 }
 
-func stategenDecodeVPosition(v *Position, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPosition(v *Position, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Partition, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("Position.Partition", err)
 	}
-	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Offset, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Position.Offset", err)
 	}
 	return src, nil
@@ -1331,7 +1376,7 @@ func stategenAppendVScalars(dst []byte, v *Scalars) []byte {
 	return dst
 }
 
-func stategenDecodeVScalars(v *Scalars, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVScalars(v *Scalars, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.B, src, err = runtime.DecodeBoolValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.B", err)
 	}
@@ -1347,7 +1392,9 @@ func stategenDecodeVScalars(v *Scalars, src []byte, a *strings.Builder) (_ []byt
 	if v.I32, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.I32", err)
 	}
-	if v.I64, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.I64, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.I64, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.I64", err)
 	}
 	if v.U, src, err = runtime.DecodeUintValue(src); err != nil {
@@ -1362,7 +1409,9 @@ func stategenDecodeVScalars(v *Scalars, src []byte, a *strings.Builder) (_ []byt
 	if v.U32, src, err = runtime.DecodeUint32Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.U32", err)
 	}
-	if v.U64, src, err = runtime.DecodeUint64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.U64, src = fast, src[size:]
+	} else if v.U64, src, err = runtime.DecodeUint64Value(src); err != nil {
 		return nil, runtime.FieldError("Scalars.U64", err)
 	}
 	if v.F32, src, err = runtime.DecodeFloat32Value(src); err != nil {
@@ -1377,10 +1426,14 @@ func stategenDecodeVScalars(v *Scalars, src []byte, a *strings.Builder) (_ []byt
 	if v.Bs, src, err = runtime.DecodeBytesValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.Bs", err)
 	}
-	if v.T, src, err = runtime.DecodeTimeValue(src); err != nil {
+	if fast, size := runtime.TimeValuePrefix(src); size > 0 {
+		v.T, src = fast, src[size:]
+	} else if v.T, src, err = runtime.DecodeTimeValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.T", err)
 	}
-	if v.D, src, err = runtime.DecodeDurationValue(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.D, src = time.Duration(runtime.Unzigzag(fast)), src[size:]
+	} else if v.D, src, err = runtime.DecodeDurationValue(src); err != nil {
 		return nil, runtime.FieldError("Scalars.D", err)
 	}
 	return src, nil
@@ -1397,7 +1450,7 @@ func stategenAppendVTags(dst []byte, v Tags) []byte {
 	return dst
 }
 
-func stategenDecodeVTags(v *Tags, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVTags(v *Tags, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1435,11 +1488,15 @@ func stategenAppendVWindow(dst []byte, v *Window) []byte {
 	return dst
 }
 
-func stategenDecodeVWindow(v *Window, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVWindow(v *Window, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Start, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Start, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.Start", err)
 	}
-	if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.End, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.End, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Window.End", err)
 	}
 	return src, nil
@@ -1451,7 +1508,7 @@ func stategenAppendVGeoPairOfLevelAndBlob(dst []byte, v *geo.Pair[Level, Blob]) 
 	return dst
 }
 
-func stategenDecodeVGeoPairOfLevelAndBlob(v *geo.Pair[Level, Blob], src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoPairOfLevelAndBlob(v *geo.Pair[Level, Blob], src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	{
 		var t1 string
 		if t1, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -1475,11 +1532,13 @@ func stategenAppendVGeoPairOfStringAndInt64(dst []byte, v *geo.Pair[string, int6
 	return dst
 }
 
-func stategenDecodeVGeoPairOfStringAndInt64(v *geo.Pair[string, int64], src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoPairOfStringAndInt64(v *geo.Pair[string, int64], src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.First, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Pair.First", err)
 	}
-	if v.Second, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Second, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Second, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Pair.Second", err)
 	}
 	return src, nil
@@ -1491,7 +1550,7 @@ func stategenAppendVGeoPoint(dst []byte, v *geo.Point) []byte {
 	return dst
 }
 
-func stategenDecodeVGeoPoint(v *geo.Point, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoPoint(v *geo.Point, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Lat, src, err = runtime.DecodeFloat64Value(src); err != nil {
 		return nil, runtime.FieldError("Point.Lat", err)
 	}
@@ -1512,7 +1571,7 @@ func stategenAppendVGeoRegion(dst []byte, v geo.Region) []byte {
 	return dst
 }
 
-func stategenDecodeVGeoRegion(v *geo.Region, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVGeoRegion(v *geo.Region, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1552,7 +1611,7 @@ func stategenAppendVMapOfArray2OfUint8ToStruct0d0ad1bd(dst []byte, v map[[2]uint
 	return dst
 }
 
-func stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(v *map[[2]uint8]struct{}, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfArray2OfUint8ToStruct0d0ad1bd(v *map[[2]uint8]struct{}, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1601,7 +1660,7 @@ func stategenAppendVMapOfColorToSliceOfString(dst []byte, v map[Color][]string) 
 	return dst
 }
 
-func stategenDecodeVMapOfColorToSliceOfString(v *map[Color][]string, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfColorToSliceOfString(v *map[Color][]string, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1654,7 +1713,7 @@ func stategenAppendVMapOfInt32ToBool(dst []byte, v map[int32]bool) []byte {
 	return dst
 }
 
-func stategenDecodeVMapOfInt32ToBool(v *map[int32]bool, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfInt32ToBool(v *map[int32]bool, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1703,7 +1762,7 @@ func stategenAppendVMapOfStringToSliceOfPtrToFloat64(dst []byte, v map[string][]
 	return dst
 }
 
-func stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v *map[string][]*float64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToSliceOfPtrToFloat64(v *map[string][]*float64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1752,7 +1811,7 @@ func stategenAppendVMapOfStringToInt64(dst []byte, v map[string]int64) []byte {
 	return dst
 }
 
-func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1777,7 +1836,9 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
-		if x, src, err = runtime.DecodeInt64Value(src); err != nil {
+		if fast, size := runtime.UvarintPrefix(src); size > 0 {
+			x, src = runtime.Unzigzag(fast), src[size:]
+		} else if x, src, err = runtime.DecodeInt64Value(src); err != nil {
 			return nil, err
 		}
 		m[k] = x
@@ -1801,7 +1862,7 @@ func stategenAppendVMapOfStringToMapOfInt32ToBool(dst []byte, v map[string]map[i
 	return dst
 }
 
-func stategenDecodeVMapOfStringToMapOfInt32ToBool(v *map[string]map[int32]bool, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToMapOfInt32ToBool(v *map[string]map[int32]bool, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -1850,7 +1911,7 @@ func stategenAppendVStruct601a1b83(dst []byte, v *struct {
 func stategenDecodeVStruct601a1b83(v *struct {
 	X int32
 	Y int32
-}, src []byte, a *strings.Builder) (_ []byte, err error) {
+}, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.X, src, err = runtime.DecodeInt32Value(src); err != nil {
 		return nil, runtime.FieldError("struct.X", err)
 	}
@@ -1864,592 +1925,8 @@ func stategenAppendVStruct0d0ad1bd(dst []byte, v *struct{}) []byte {
 	return dst
 }
 
-func stategenDecodeVStruct0d0ad1bd(v *struct{}, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVStruct0d0ad1bd(v *struct{}, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	return src, nil
-}
-
-func stategenScanPtrToFloat64(src []byte) (n int, _ []byte, err error) {
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*float64", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*float64", src[0])
-	}
-	src = src[1:]
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanPtrToAgg(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Agg", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Agg", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanAgg(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanPtrToAgg2(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Agg2", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Agg2", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanAgg2(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanPtrToExtra(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Extra", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Extra", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanExtra(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanPtrToInt64(src []byte) (n int, _ []byte, err error) {
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*int64", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*int64", src[0])
-	}
-	src = src[1:]
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanArray2OfArray3OfInt16(src []byte) (n int, _ []byte, err error) {
-	var m int
-	for range 2 {
-		if m, src, err = stategenScanArray3OfInt16(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanArray2OfUint8(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipValue(src, 2); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanArray3OfInt16(src []byte) (n int, _ []byte, err error) {
-	for range 3 {
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanArray8OfUint8(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfPtrToFloat64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]*float64", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanPtrToFloat64(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfColor(src []byte) (n int, _ []byte, err error) {
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]Color", c, len(src))
-	}
-	for range c {
-		if src, err = runtime.SkipValue(src, 1); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]string", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanAgg(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = stategenScanBase(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToExtra(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 4); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 4); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanGeoPoint(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanGeoRegion(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanGeoPairOfStringAndInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanArray2OfArray3OfInt16(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanArray8OfUint8(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanSliceOfColor(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanTags(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfColorToSliceOfString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfStringToMapOfInt32ToBool(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToAgg2(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipBytesValue(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanWindow(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanStruct601a1b83(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanStruct0d0ad1bd(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanAgg2(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfArray2OfUint8ToStruct0d0ad1bd(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanBase(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanSliceOfString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanMapOfStringToInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanExtra(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanTags(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("Tags", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanWindow(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanGeoPairOfStringAndInt64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanGeoPoint(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanGeoRegion(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/16 {
-		return 0, nil, runtime.CountError("geo.Region", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanGeoPoint(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfArray2OfUint8ToStruct0d0ad1bd(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[[2]uint8]struct{}", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanArray2OfUint8(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanStruct0d0ad1bd(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfColorToSliceOfString(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[Color][]string", c, len(src))
-	}
-	for range c {
-		if src, err = runtime.SkipValue(src, 1); err != nil {
-			return 0, nil, err
-		}
-		if m, src, err = stategenScanSliceOfString(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfInt32ToBool(src []byte) (n int, _ []byte, err error) {
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[int32]bool", c, len(src))
-	}
-	for range c {
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-		if src, err = runtime.SkipValue(src, 1); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToSliceOfPtrToFloat64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string][]*float64", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanSliceOfPtrToFloat64(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToInt64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string]int64", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToMapOfInt32ToBool(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string]map[int32]bool", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanMapOfInt32ToBool(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanStruct601a1b83(src []byte) (n int, _ []byte, err error) {
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanStruct0d0ad1bd(src []byte) (n int, _ []byte, err error) {
-	return n, src, nil
 }
 
 func stategenAppendKArray16OfUint8(dst []byte, v *[16]uint8) []byte {

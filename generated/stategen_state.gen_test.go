@@ -206,6 +206,68 @@ func stategenSeedVAgg(r *rand.Rand) []byte {
 	return AggCodec{}.AppendValue(nil, v)
 }
 
+// stategenCheckVBid round-trips random values through BidCodec.
+func stategenCheckVBid(t *testing.T, r *rand.Rand) {
+	var c BidCodec
+	var into Bid
+	for i := range 300 {
+		var v Bid
+		stategenRandBid(r, &v, 0, true)
+		b := c.AppendValue(nil, v)
+		buf := append(bytes.Clone(b), 238)
+		got, rest, err := c.DecodeValue(buf)
+		if err != nil {
+			t.Fatalf("value %d: %#v: decoding %x: %v", i, v, b, err)
+		}
+		if len(rest) != 1 || rest[0] != 238 {
+			t.Fatalf("value %d: %#v: rest is %x, want ee", i, v, rest)
+		}
+		if rest, err := c.DecodeValueInto(&into, buf); err != nil || len(rest) != 1 {
+			t.Fatalf("value %d: %#v: decoding %x into the previous value: rest %x, %v", i, v, b, rest, err)
+		}
+		// A decoded value owns its memory: clobbering the input changes nothing.
+		for j := range buf {
+			buf[j] = 255
+		}
+		if !(stategenEqualBid(&v, &got)) {
+			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
+		}
+		if !(stategenEqualBid(&v, &into)) {
+			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
+		}
+		// Encodings are self-delimiting: no proper prefix decodes.
+		for n := range len(b) {
+			if _, _, err := c.DecodeValue(b[:n]); err == nil {
+				t.Fatalf("value %d: the %d-byte prefix of %x decoded", i, n, b)
+			}
+		}
+	}
+}
+
+// stategenFuzzVBid decodes arbitrary bytes with BidCodec; what decodes must survive a round trip.
+func stategenFuzzVBid(data []byte) (int, error) {
+	var c BidCodec
+	v, _, err := c.DecodeValue(data)
+	if err != nil {
+		return 0, nil
+	}
+	b := c.AppendValue(nil, v)
+	w, rest, err := c.DecodeValue(b)
+	if err != nil || len(rest) != 0 {
+		return 1, fmt.Errorf("%#v re-encodes as %x, which does not decode: %v", v, b, err)
+	}
+	if !(stategenEqualBid(&v, &w)) {
+		return 1, fmt.Errorf("%#v decodes from its re-encoding as %#v", v, w)
+	}
+	return 1, nil
+}
+
+func stategenSeedVBid(r *rand.Rand) []byte {
+	var v Bid
+	stategenRandBid(r, &v, 0, true)
+	return BidCodec{}.AppendValue(nil, v)
+}
+
 // stategenCheckVColor round-trips random values through ColorCodec.
 func stategenCheckVColor(t *testing.T, r *rand.Rand) {
 	var c ColorCodec
@@ -853,6 +915,7 @@ var stategenCodecTests = []stategenCodecTest{
 	{"stategenCodecPtrToAgg/value", stategenCheckVPtrToAgg, stategenFuzzVPtrToAgg, stategenSeedVPtrToAgg},
 	{"stategenCodecArray16OfUint8/key", stategenCheckKArray16OfUint8, stategenFuzzKArray16OfUint8, stategenSeedKArray16OfUint8},
 	{"AggCodec/value", stategenCheckVAgg, stategenFuzzVAgg, stategenSeedVAgg},
+	{"BidCodec/value", stategenCheckVBid, stategenFuzzVBid, stategenSeedVBid},
 	{"ColorCodec/value", stategenCheckVColor, stategenFuzzVColor, stategenSeedVColor},
 	{"EventCodec/value", stategenCheckVEvent, stategenFuzzVEvent, stategenSeedVEvent},
 	{"LevelCodec/key", stategenCheckKLevel, stategenFuzzKLevel, stategenSeedKLevel},
@@ -1070,6 +1133,14 @@ func stategenRandAgg2(r *rand.Rand, v *Agg2, depth int, nan bool) {
 func stategenRandBase(r *rand.Rand, v *Base, depth int, nan bool) {
 	v.Count = int64(stategenRandBits(r))
 	v.Sum = float64(stategenRandFloat(r, nan))
+}
+
+func stategenRandBid(r *rand.Rand, v *Bid, depth int, nan bool) {
+	v.Auction = int64(stategenRandBits(r))
+	v.Bidder = int64(stategenRandBits(r))
+	v.Price = int64(stategenRandBits(r))
+	v.Channel = string(stategenRandString(r))
+	v.At = time.Time(stategenRandTime(r))
 }
 
 func stategenRandEvent(r *rand.Rand, v *Event, depth int, nan bool) {
@@ -1474,6 +1545,25 @@ func stategenEqualBase(a, b *Base) bool {
 		return false
 	}
 	if !(math.Float64bits(float64(a.Sum)) == math.Float64bits(float64(b.Sum))) {
+		return false
+	}
+	return true
+}
+
+func stategenEqualBid(a, b *Bid) bool {
+	if !(a.Auction == b.Auction) {
+		return false
+	}
+	if !(a.Bidder == b.Bidder) {
+		return false
+	}
+	if !(a.Price == b.Price) {
+		return false
+	}
+	if !(a.Channel == b.Channel) {
+		return false
+	}
+	if !(time.Time(a.At).Equal(time.Time(b.At))) {
 		return false
 	}
 	return true

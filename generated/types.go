@@ -17,6 +17,17 @@ type Event struct {
 	Counts map[string]int64
 }
 
+// Bid is the small value of the codec benchmarks, in the shape of a
+// Nexmark bid: an auction and a bidder id, a price, a short string and a
+// timestamp.
+type Bid struct {
+	Auction int64
+	Bidder  int64
+	Price   int64
+	Channel string
+	At      time.Time
+}
+
 // Color is an enum: a defined type over a basic type.
 type Color uint8
 

@@ -44,6 +44,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	mathbits "math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -188,15 +189,49 @@ func DecodeLen(src []byte) (n int, rest []byte, err error) {
 }
 
 // uvarint is DecodeUvarint with the name of what is being decoded, for
-// errors. Its fast path (one byte) inlines.
+// errors. Every integer, length and count decoder calls it, so it is flat:
+// a decode costs this one call. A varint of up to 8 bytes decodes from one
+// 8-byte load (varint8). One of 9 or 10 bytes, one within 8 bytes of the end
+// of src (where a copy to load from would cost more) and input that is not
+// a minimal varint go byte by byte, which also finds the errors.
 func uvarint(src []byte, what string) (uint64, []byte, error) {
 	if len(src) > 0 && src[0] < 0x80 {
 		return uint64(src[0]), src[1:], nil
 	}
-	return uvarintSlow(src, what)
+	if len(src) >= 8 {
+		if x, n, ok := varint8(binary.LittleEndian.Uint64(src)); ok {
+			return x, src[n:], nil
+		}
+	}
+	return uvarintLoop(src, what)
 }
 
-func uvarintSlow(src []byte, what string) (uint64, []byte, error) {
+// varint8 decodes the varint at the front of the 8 bytes w holds
+// (little-endian), without a branch per byte: the first byte whose high bit
+// is clear ends it. It returns the value and the length, and ok false if
+// the varint is longer than 8 bytes or not in minimal form (a last byte of
+// zero after the first).
+func varint8(w uint64) (x uint64, n int, ok bool) {
+	stop := ^w & 0x8080_8080_8080_8080
+	w &= stop ^ (stop - 1) // the bytes of the varint, or all if none ends it
+	n = mathbits.TrailingZeros64(stop)/8 + 1
+	// A last byte of zero, after a first, is not minimal: then w has no
+	// bit at or above the last byte's first (|1 passes a one-byte zero).
+	return compact7(w), n, stop != 0 && (w|1)>>(8*n-8) != 0
+}
+
+// compact7 gathers the low 7 bits of each byte of w into one number, the
+// first byte's bits lowest: the value of a varint of up to 8 bytes loaded
+// little-endian, its bytes past the end cleared.
+func compact7(w uint64) uint64 {
+	w &= 0x7f7f_7f7f_7f7f_7f7f
+	w = w&0x007f_007f_007f_007f | w>>1&0x3f80_3f80_3f80_3f80
+	w = w&0x0000_3fff_0000_3fff | w>>2&0x0fff_c000_0fff_c000
+	return w&0x0000_0000_0fff_ffff | w>>4&0x00ff_ffff_f000_0000
+}
+
+// uvarintLoop decodes a varint byte by byte.
+func uvarintLoop(src []byte, what string) (uint64, []byte, error) {
 	if len(src) == 0 {
 		return 0, nil, errShort(what, 1, 0)
 	}
@@ -207,8 +242,7 @@ func uvarintSlow(src []byte, what string) (uint64, []byte, error) {
 			return 0, nil, &decodeError{what: what, reason: reasonOverflow}
 		}
 		if b < 0x80 {
-			if b == 0 {
-				// i > 0 here: the fast path took a single byte.
+			if b == 0 && i > 0 {
 				return 0, nil, &decodeError{what: what, reason: reasonNonMinimal}
 			}
 			return x | uint64(b)<<(7*i), src[i+1:], nil
@@ -218,9 +252,11 @@ func uvarintSlow(src []byte, what string) (uint64, []byte, error) {
 	return 0, nil, &decodeError{what: what, reason: reasonTruncated, a: uint64(len(src))}
 }
 
-func varint(src []byte, what string) (int64, []byte, error) {
+// varint is DecodeVarint with the name of what is being decoded, for
+// errors. It inlines, so that a decode costs the one call of uvarint.
+func varint(src []byte, what string) (v int64, rest []byte, err error) {
 	u, rest, err := uvarint(src, what)
-	return int64(u>>1) ^ -int64(u&1), rest, err
+	return int64(u>>1) ^ -int64(u&1), rest, err // zigzag: see AppendVarint
 }
 
 func decodeLen(src []byte, what string) (int, []byte, error) {
@@ -830,7 +866,10 @@ func AppendInt64Value(dst []byte, v int64) []byte {
 
 // DecodeInt64Value decodes a value written by AppendInt64Value.
 func DecodeInt64Value(src []byte) (v int64, rest []byte, err error) {
-	return varint(src, "int64 value")
+	// Not varint: this inlines into generated code only with uvarint's
+	// call alone in its body.
+	u, rest, err := uvarint(src, "int64 value")
+	return int64(u>>1) ^ -int64(u&1), rest, err
 }
 
 // AppendIntValue appends the value encoding of v, that of int64.
@@ -908,18 +947,27 @@ func AppendTimeValue(dst []byte, t time.Time) []byte {
 // without monotonic reading, equal by == to t.UTC().Round(0) for the encoded
 // t. Nanoseconds of 1e9 or more are an error.
 func DecodeTimeValue(src []byte) (t time.Time, rest []byte, err error) {
-	sec, rest, err := varint(src, "time value")
+	if t, n := TimeValuePrefix(src); n > 0 {
+		return t, src[n:], nil
+	}
+	return decodeTimeBytewise(src)
+}
+
+// decodeTimeBytewise is DecodeTimeValue without its fast path
+// (TimeValuePrefix): for varints of 10 bytes, and for the errors.
+func decodeTimeBytewise(src []byte) (t time.Time, rest []byte, err error) {
+	u, rest, err := uvarintLoop(src, "time value")
 	if err != nil {
 		return time.Time{}, nil, err
 	}
-	nsec, rest, err := uvarint(rest, "time value")
+	nsec, rest, err := uvarintLoop(rest, "time value")
 	if err != nil {
 		return time.Time{}, nil, err
 	}
 	if nsec >= 1e9 {
 		return time.Time{}, nil, errNanos("time value", nsec)
 	}
-	return time.Unix(sec, int64(nsec)).UTC(), rest, nil
+	return time.Unix(int64(u>>1)^-int64(u&1), int64(nsec)).UTC(), rest, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -936,6 +984,12 @@ func AppendStringValue(dst []byte, s string) []byte {
 // beyond the end of src is an error, found before anything is allocated.
 // The string is a copy: it does not alias src.
 func DecodeStringValue(src []byte) (s string, rest []byte, err error) {
+	if len(src) > 0 {
+		// A string shorter than 128 bytes has a one-byte length.
+		if n := int(src[0]); n < 0x80 && n < len(src) {
+			return string(src[1 : 1+n]), src[1+n:], nil
+		}
+	}
 	n, rest, err := decodeLen(src, "string value")
 	if err != nil {
 		return "", nil, err

@@ -1177,6 +1177,60 @@ func BenchmarkStringKey(b *testing.B) {
 	})
 }
 
+// checkVarintPaths fails t unless the fast paths of varint and time
+// decoding (uvarint's 8-byte load, UvarintPrefix and TimeValuePrefix) give
+// what the byte-by-byte decode gives for src: the same value, rest and
+// error, or, for the prefix functions, nothing.
+func checkVarintPaths(t *testing.T, src []byte) {
+	t.Helper()
+	u, rest, err := uvarint(src, "x")
+	u2, rest2, err2 := uvarintLoop(src, "x")
+	if u != u2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
+		t.Fatalf("uvarint(%x) = %d, %x, %v; byte by byte %d, %x, %v", src, u, rest, err, u2, rest2, err2)
+	}
+	// The fast path of generated decoders takes every varint of up to 9
+	// bytes that uvarint takes, and nothing else.
+	if x, n := UvarintPrefix(src); n > 0 != (err2 == nil && len(src)-len(rest2) <= 9) || n > 0 && (x != u2 || n != len(src)-len(rest2)) {
+		t.Fatalf("UvarintPrefix(%x) = %d, %d; uvarint %d, %x, %v", src, x, n, u2, rest2, err2)
+	}
+	tm, rest, err := DecodeTimeValue(src)
+	tm2, rest2, err2 := decodeTimeBytewise(src)
+	if tm != tm2 || !bytes.Equal(rest, rest2) || fmt.Sprint(err) != fmt.Sprint(err2) {
+		t.Fatalf("DecodeTimeValue(%x) = %v, %x, %v; byte by byte %v, %x, %v", src, tm, rest, err, tm2, rest2, err2)
+	}
+	if tm3, n := TimeValuePrefix(src); n > 0 && (err2 != nil || tm3 != tm2 || n != len(src)-len(rest2)) {
+		t.Fatalf("TimeValuePrefix(%x) = %v, %d; byte by byte %v, %x, %v", src, tm3, n, tm2, rest2, err2)
+	}
+}
+
+// TestVarintPathsAgree runs checkVarintPaths on varints of every length,
+// minimal or not, at every distance from the end of the input, and on time
+// values after them.
+func TestVarintPathsAgree(t *testing.T) {
+	var encs [][]byte
+	for bits := 0; bits <= 64; bits++ {
+		for _, v := range []uint64{1<<bits - 1, 1 << bits, 1<<bits + 1} {
+			enc := AppendUvarint(nil, v)
+			encs = append(encs, enc)
+			if enc[len(enc)-1] < 0x80 && len(enc) < 10 {
+				// The same value with a redundant zero group: not minimal.
+				long := append(bytes.Clone(enc), 0)
+				long[len(enc)-1] |= 0x80
+				encs = append(encs, long)
+			}
+			encs = append(encs, enc[:len(enc)-1]) // truncated
+		}
+	}
+	encs = append(encs, bytes.Repeat([]byte{0xff}, 11), append(bytes.Repeat([]byte{0xff}, 9), 2))
+	for _, enc := range encs {
+		for pad := 0; pad <= 9; pad++ {
+			in := append(bytes.Clone(enc), bytes.Repeat([]byte{0x81}, pad)...)
+			checkVarintPaths(t, in)
+			checkVarintPaths(t, append(AppendVarint(nil, -1<<40), in...)) // a time's seconds, then enc
+		}
+	}
+}
+
 func BenchmarkVarintValue(b *testing.B) {
 	enc := AppendInt64Value(nil, -123456)
 	for range b.N {
@@ -1186,47 +1240,27 @@ func BenchmarkVarintValue(b *testing.B) {
 	}
 }
 
-// TestGeneratedCodecHelpers: the helpers generated codecs call decode and
-// skip what the built-in codecs write, and fail on truncated or malformed
-// input with errors that wrap ErrCorrupt, in the built-in codecs' wording.
+// TestGeneratedCodecHelpers: the helpers generated codecs call decode what
+// the built-in codecs write, and fail on truncated or malformed input with
+// errors that wrap ErrCorrupt, in the built-in codecs' wording.
 func TestGeneratedCodecHelpers(t *testing.T) {
 	str := AppendStringValue(nil, "héllo")
 	tail := []byte{7}
-	var a strings.Builder
-	for _, b := range []*strings.Builder{nil, &a} {
-		s, rest, err := DecodeStringValueIn(append(bytes.Clone(str), tail...), b)
+	for _, a := range []*StringBlock{nil, new(StringBlock)} {
+		s, rest, err := DecodeStringValueIn(append(bytes.Clone(str), tail...), a)
 		if err != nil || s != "héllo" || !bytes.Equal(rest, tail) {
-			t.Errorf("DecodeStringValueIn(builder %v) = %q, %x, %v", b != nil, s, rest, err)
+			t.Errorf("DecodeStringValueIn(block %v) = %q, %x, %v", a != nil, s, rest, err)
 		}
-	}
-	if a.String() != "héllo" {
-		t.Errorf("the builder holds %q, want the decoded string", a.String())
-	}
-	if n, rest, err := ScanStringValue(append(bytes.Clone(str), tail...)); err != nil || n != len("héllo") || !bytes.Equal(rest, tail) {
-		t.Errorf("ScanStringValue = %d, %x, %v", n, rest, err)
-	}
-	if rest, err := SkipVarint(append(AppendVarint(nil, -1<<40), tail...)); err != nil || !bytes.Equal(rest, tail) {
-		t.Errorf("SkipVarint = %x, %v", rest, err)
-	}
-	for _, b := range [][]byte{nil, {1, 2}} {
-		if rest, err := SkipBytesValue(append(AppendBytesValue(nil, b), tail...)); err != nil || !bytes.Equal(rest, tail) {
-			t.Errorf("SkipBytesValue(%x) = %x, %v", b, rest, err)
-		}
-	}
-	if rest, err := SkipValue([]byte{1, 2, 3}, 2); err != nil || !bytes.Equal(rest, []byte{3}) {
-		t.Errorf("SkipValue = %x, %v", rest, err)
 	}
 	bad := []struct {
 		name string
 		err  error
 		want string
 	}{
-		{"string truncated", errOf3(DecodeStringValueIn(str[:3], nil)), "length 6 exceeds the 2 remaining bytes"},
-		{"scan truncated", errOf3(ScanStringValue(str[:3])), "length 6 exceeds the 2 remaining bytes"},
-		{"varint truncated", func() error { _, err := SkipVarint([]byte{0x80, 0x80}); return err }(), "varint: need 3 bytes, have 2"},
-		{"varint too long", func() error { _, err := SkipVarint(bytes.Repeat([]byte{0x80}, 11)); return err }(), "varint: need 12 bytes, have 11"},
-		{"bytes truncated", func() error { _, err := SkipBytesValue([]byte{4, 1}); return err }(), "[]byte value: length 3 exceeds the 1 remaining bytes"},
-		{"skip short", func() error { _, err := SkipValue([]byte{1}, 2); return err }(), "value: need 2 bytes, have 1"},
+		{"string truncated", errOf3(DecodeStringValueIn(str[:3], nil)), "string value: length 6 exceeds the 2 remaining bytes"},
+		{"string truncated, block", errOf3(DecodeStringValueIn(str[:3], new(StringBlock))), "string value: length 6 exceeds the 2 remaining bytes"},
+		{"string length overlong, block", errOf3(DecodeStringValueIn([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, new(StringBlock))), "string value: varint overflows 64 bits"},
+		{"string length empty, block", errOf3(DecodeStringValueIn(nil, new(StringBlock))), "string value: need 1 byte, have 0"},
 		{"one byte short", ShortError("pointer value", 1, 0), "pointer value: need 1 byte, have 0"},
 		{"count", CountError("[]int", 9, 3), "[]int: count 9 exceeds the 3 remaining bytes"},
 		{"tag", TagError("*T", 2), "*T: invalid tag 0x02, want 0x00 or 0x01"},
@@ -1238,6 +1272,62 @@ func TestGeneratedCodecHelpers(t *testing.T) {
 			t.Errorf("%s: %v, want ErrCorrupt mentioning %q", c.name, c.err, c.want)
 		}
 	}
+}
+
+// TestStringBlockSharesOneCopy decodes the strings of one input through one
+// StringBlock: strings within stringBlockSize bytes of the first share one
+// block; a string past it, or longer than it, starts a new one; empty
+// strings take none; and no string aliases the input.
+func TestStringBlockSharesOneCopy(t *testing.T) {
+	long := strings.Repeat("L", stringBlockSize+10)
+	words := []string{"click", "", "web", "eu", long, "mobile", "é\x00x"}
+	var in []byte
+	for _, w := range words {
+		in = AppendStringValue(in, w)
+		in = AppendInt64Value(in, 1<<40) // bytes between the strings
+	}
+	var a StringBlock
+	var blocks []string
+	rest := in
+	for i, want := range words {
+		var s string
+		var err error
+		s, rest, err = DecodeStringValueIn(rest, &a)
+		if err != nil || s != want {
+			t.Fatalf("string %d = %q, %v; want %q", i, s, err, want)
+		}
+		if _, rest, err = DecodeInt64Value(rest); err != nil {
+			t.Fatal(err)
+		}
+		if len(blocks) == 0 || blocks[len(blocks)-1] != a.block {
+			blocks = append(blocks, a.block)
+		}
+		words[i] = s
+	}
+	if len(rest) != 0 {
+		t.Errorf("%d bytes left", len(rest))
+	}
+	// "click" to "eu" in the first block; the long string in its own;
+	// the rest in a third, up to the end of the input.
+	if len(blocks) != 3 || len(blocks[1]) != len(long) || len(blocks[0]) != stringBlockSize {
+		t.Errorf("%d blocks of %d bytes, want 3: %d, %d and the rest", len(blocks), lens(blocks), stringBlockSize, len(long))
+	}
+	for i := range in {
+		in[i] = '#'
+	}
+	for i, w := range []string{"click", "", "web", "eu", long, "mobile", "é\x00x"} {
+		if words[i] != w {
+			t.Errorf("string %d is %q after the input changed, want %q: it aliases the input", i, words[i], w)
+		}
+	}
+}
+
+func lens(ss []string) []int {
+	var n []int
+	for _, s := range ss {
+		n = append(n, len(s))
+	}
+	return n
 }
 
 // errOf3 returns the error of a three-result decode.

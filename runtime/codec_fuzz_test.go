@@ -191,6 +191,10 @@ func FuzzVarintValues(f *testing.F) {
 		fuzzValue(t, "uvarint", data, funcCodec[uint64]{AppendUvarint, DecodeUvarint}, eq[uint64], true)
 		fuzzValue(t, "varint", data, funcCodec[int64]{AppendVarint, DecodeVarint}, eq[int64], true)
 
+		// The 8-byte paths of uvarint and DecodeTimeValue agree with the
+		// byte-by-byte decode, on values and on errors.
+		checkVarintPaths(t, data)
+
 		// DecodeLen never returns a length beyond the input.
 		if n, rest, err := DecodeLen(data); err == nil && (n < 0 || n > len(rest)) {
 			t.Fatalf("DecodeLen(%x) = %d with %d bytes left", data, n, len(rest))

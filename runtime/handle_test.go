@@ -349,6 +349,8 @@ func TestZeroHandlesReturnErrUnbound(t *testing.T) {
 	_, _, e2 := sm.First("k")
 	_, e3 := l.Get("k")
 	_, e4 := m.Contains("k", "u")
+	_, e6 := v.Contains("k")
+	_, e7 := sv.Contains("k", "n")
 	_, _, e5 := ss.Last("k", "n")
 	for i, err := range []error{
 		e1, v.Put("k", 1), v.Delete("k"), v.Update("k", func(int64, bool) int64 { return 0 }),
@@ -356,7 +358,7 @@ func TestZeroHandlesReturnErrUnbound(t *testing.T) {
 		e3, l.Add("k", 1), l.AddAll("k", []int64{1}), l.Replace("k", nil), l.Delete("k"), seqErr(l.All("k")),
 		sl.Add("k", "n", 1),
 		e4, m.Put("k", "u", 1), m.Delete("k", "u"), m.Clear("k"), seqErr(m.Values("k")),
-		e2, sm.Put("k", "u", 1), e5,
+		e2, sm.Put("k", "u", 1), e5, e6, e7,
 	} {
 		if !errors.Is(err, runtime.ErrUnbound) {
 			t.Errorf("call %d on a zero handle: %v, want ErrUnbound", i, err)
@@ -500,5 +502,53 @@ func TestCorruptValuesAreErrors(t *testing.T) {
 	}
 	if b, _, _ := ms.Get(runtime.MakeKey(key, nil, s.Config().MaxParallelism), runtime.StringCodec{}.AppendKey(nil, "u")); !bytes.Equal(b, []byte{0x80}) {
 		t.Errorf("a failed Map.Update changed the stored bytes to %x", b)
+	}
+}
+
+// TestValueContains: Contains reports a value's presence on every backend,
+// per namespace for sub-keyed values, without decoding it (a value its
+// codec cannot decode is present, and Get of it fails).
+func TestValueContains(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(runtime.StoreConfig{MaxParallelism: 16})
+			v := must[runtime.Value[string, int64]](t)(runtime.NewValue(s, runtime.ValueDescriptor[string, int64]{
+				Name: "v", Key: runtime.StringCodec{}, Value: runtime.Int64Codec{},
+			}))
+			sv := must[runtime.SubKeyedValue[string, int64, int64]](t)(runtime.NewSubKeyedValue(s, runtime.SubKeyedValueDescriptor[string, int64, int64]{
+				Name: "sv", Key: runtime.StringCodec{}, Namespace: runtime.Int64Codec{}, Value: runtime.Int64Codec{},
+			}))
+			contains := func(ok bool, err error) bool {
+				t.Helper()
+				check(t, err)
+				return ok
+			}
+			if contains(v.Contains("a")) {
+				t.Fatal("Contains of an absent key")
+			}
+			check(t, v.Put("a", 0)) // the zero value is a value
+			check(t, sv.Put("a", 1, 7))
+			if !contains(v.Contains("a")) || contains(v.Contains("b")) {
+				t.Fatal("Contains after Put: want a, not b")
+			}
+			if !contains(sv.Contains("a", 1)) || contains(sv.Contains("a", 2)) || contains(sv.Contains("b", 1)) {
+				t.Fatal("sub-keyed Contains after Put: want (a, 1) only")
+			}
+			check(t, v.Delete("a"))
+			check(t, sv.Delete("a", 1))
+			if contains(v.Contains("a")) || contains(sv.Contains("a", 1)) {
+				t.Fatal("Contains after Delete")
+			}
+			// A value that does not decode is present, and Get says why.
+			st := must[runtime.State](t)(s.Register(v.Spec()))
+			k := runtime.MakeKey(runtime.StringCodec{}.AppendKey(nil, "bad"), nil, 16)
+			check(t, st.(runtime.ValueState).Put(k, []byte{0x80}))
+			if !contains(v.Contains("bad")) {
+				t.Error("Contains of a value that does not decode: absent")
+			}
+			if _, _, err := v.Get("bad"); !errors.Is(err, runtime.ErrCorrupt) {
+				t.Errorf("Get of a value that does not decode: %v, want ErrCorrupt", err)
+			}
+		})
 	}
 }

@@ -452,6 +452,19 @@ type MapState interface {
 // that of the entry being visited included, and Edit returns nil.
 var StopEdit = errors.New("stategen: stop the edit")
 
+// RestoreCounter is implemented by stores that count their Restores:
+// backends/cow, btree and pebble, the reference model, and wrappers of
+// them such as checkpoint.Tracker. Timers use it to know that nothing was
+// restored into a key group they read empty; with a store that does not
+// count (or answers false), they read every key group they last saw empty
+// again at each Advance.
+type RestoreCounter interface {
+	// Restores returns the number of calls of Restore that may have
+	// loaded entries (successful or not), and false if the store does
+	// not count them.
+	Restores() (n uint64, ok bool)
+}
+
 // ValueUpdater is implemented by the ValueStates of backends that read and
 // write a value in one lookup (backends/cow, and the reference model).
 // The handles' Value.Update uses it when the state has it, and a Get then

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"weak"
 )
@@ -26,11 +27,17 @@ import (
 // timer column family — and registering a timer twice is one timer.
 //
 // Timers are not held in memory: the handles of a state share, per owned
-// key group, the time of its earliest timer (when known) and its first 64
-// timers as last read. Advance reads only the key groups that may hold a
-// due timer and whose first timers changed since, and fires from a binary
-// heap of the key groups' first timers: a fired timer costs one Delete, a
-// heap step, and a read per 64 timers of its key group.
+// key group, the time of its earliest timer (when known) and its first
+// timers (64 as read, up to 128 as registered since), the group's head. A
+// timer registered or deleted is written to the store and, if it falls
+// among the head's timers, into the head too, so that the head stays the
+// group's first timers without a read. Advance reads only the key groups
+// that may hold a due timer and whose head it does not hold (never read,
+// emptied while the group holds more, or grown past its buffer), and the
+// groups it saw empty again after a Restore (on a store that counts them,
+// RestoreCounter; at every Advance on one that does not), and fires from a
+// binary heap of the key groups' first timers: a fired timer costs one
+// Delete, a heap step, and a read per 64 timers of its key group.
 
 // TimersDescriptor describes a timer state for NewTimers. Generated code
 // fills it in for a runtime.Timers field of a state struct.
@@ -73,13 +80,18 @@ type timersHandle[K, N any] struct {
 // cannot leave it wrong. Registering through any handle lowers a known
 // earliest time; deleting the earliest timer forgets it.
 type timerShared struct {
-	start   int   // the first owned key group
-	anchors []Key // by key group - start
-	min     []int64
-	known   []bool
+	// restores is the store's count of Restores (nil if it keeps none),
+	// and seen its count at the last Advance or Next: the same count
+	// tells that no key group was restored into since.
+	restores RestoreCounter
+	seen     uint64
+	start    int   // the first owned key group
+	anchors  []Key // by key group - start
+	min      []int64
+	known    []bool
 	// advancing is set during an Advance; touched then lists the key
-	// groups in which a timer was registered or deleted, which Advance
-	// reads again.
+	// groups in which a timer was registered or deleted, whose heads
+	// Advance reads again if the writes left them invalid, and reorders.
 	advancing bool
 	touched   []int
 	heads     []head // Advance's, by key group - start, kept for their buffers
@@ -128,7 +140,7 @@ var timerStates sync.Map // State -> weak.Pointer[timerShared]
 // sharedTimers returns the timerShared of st, making it if needed. A State
 // of a type that cannot be a map key (no backend of this module) gets a
 // handle of its own: its handles must then not be mixed.
-func sharedTimers(st State, maxP int, groups KeyGroupRange) *timerShared {
+func sharedTimers(s Store, st State, maxP int, groups KeyGroupRange) *timerShared {
 	comparable := reflect.TypeOf(st).Comparable()
 	if comparable {
 		if wp, ok := timerStates.Load(st); ok {
@@ -139,6 +151,11 @@ func sharedTimers(st State, maxP int, groups KeyGroupRange) *timerShared {
 	}
 	all := timerAnchors(maxP)
 	sh := &timerShared{start: groups.Start, min: make([]int64, groups.Len()), known: make([]bool, groups.Len())}
+	if c, ok := s.(RestoreCounter); ok {
+		if n, ok := c.Restores(); ok {
+			sh.restores, sh.seen = c, n
+		}
+	}
 	sh.fillCB = func(u, _ []byte) bool {
 		hd := sh.fill
 		hd.buf = append(hd.buf, u...)
@@ -180,7 +197,7 @@ func NewTimers[K, N any](s Store, d TimersDescriptor[K, N]) (Timers[K, N], error
 		return Timers[K, N]{}, wrongStateType(spec, st)
 	}
 	h.st = sm
-	h.sh = sharedTimers(st, h.maxP, h.groups)
+	h.sh = sharedTimers(s, st, h.maxP, h.groups)
 	return Timers[K, N]{h}, nil
 }
 
@@ -222,18 +239,25 @@ func (h *timersHandle[K, N]) timerKey(time int64, k K, ns N) (int, []byte, error
 	return kg - h.sh.start, b, nil
 }
 
-// wrote records a write of a timer at time in key group index i: what
-// Advance knows of the group, and the group to read again if an Advance is
-// running.
-func (sh *timerShared) wrote(i int, time int64, registered bool) {
-	switch {
-	case !sh.known[i]:
-	case registered && time < sh.min[i]:
-		sh.min[i] = time
-	case !registered && time == sh.min[i]:
-		sh.known[i] = false
+// wrote records a write of the timer uk at time in key group index i:
+// what Advance knows of the group — its head, kept in step with the write
+// while it holds the group's first timers (see head.wrote), and its
+// earliest time — and the group to read again if an Advance is running.
+func (sh *timerShared) wrote(i int, uk []byte, time int64, registered bool) {
+	hd := &sh.heads[i]
+	if hd.valid && hd.wrote(uk, registered) && len(hd.q) > 0 {
+		// The head holds the group's first timers: its first is the
+		// group's earliest.
+		sh.min[i], sh.known[i] = timerTime(hd.q[0]), true
+	} else {
+		switch {
+		case !sh.known[i]:
+		case registered && time < sh.min[i]:
+			sh.min[i] = time
+		case !registered && time == sh.min[i]:
+			sh.known[i] = false
+		}
 	}
-	sh.heads[i].valid = false
 	if sh.advancing {
 		sh.touched = append(sh.touched, i)
 	}
@@ -267,7 +291,7 @@ func (t Timers[K, N]) write(time int64, k K, ns N, register bool) error {
 	if err != nil {
 		return h.errorf(op, err)
 	}
-	h.sh.wrote(i, time, register)
+	h.sh.wrote(i, uk, time, register)
 	return nil
 }
 
@@ -276,7 +300,9 @@ const prefetch = 64
 
 // head is the first timers of a key group, as Advance sees them: read
 // prefetch at a time, in order, into one buffer, and kept from one Advance
-// to the next until a timer of the group is registered or deleted.
+// to the next. While valid, q holds the group's first len(q) timers, all
+// of them unless more: a write of a timer keeps it so (see wrote), and a
+// head that cannot be kept so is marked invalid, to be read again.
 type head struct {
 	q     [][]byte // the group's first timers (user keys), in order
 	qs    [][]byte // backs q, which Advance consumes from the front
@@ -284,6 +310,59 @@ type head struct {
 	valid bool     // q and more are the group's as it is
 	buf   []byte   // backs q
 	ends  []int    // scratch of refill
+}
+
+// maxHeadBytes bounds the bytes a head's buffer grows to by the timers
+// written into it between two reads of its group: past it, a write marks
+// the head invalid, and the next read starts the buffer over.
+const maxHeadBytes = 16 << 10
+
+// wrote keeps a valid head in step with the registration or deletion of
+// the timer uk, which the store has just made, and reports whether the
+// head is still valid. A timer after the head's last, when the group holds
+// more than the head, is not the head's concern; one before it is
+// inserted (its bytes appended to buf) or removed. A head left empty while
+// the group holds more, or whose buffer would outgrow maxHeadBytes, is
+// marked invalid.
+func (hd *head) wrote(uk []byte, registered bool) bool {
+	p, found := slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
+	switch {
+	case registered == found:
+		// Registered again, or deleted while absent: nothing changed.
+	case p == len(hd.q) && hd.more:
+		// Beyond the head: the group's first timers are the same.
+	case registered:
+		if len(hd.buf)+len(uk) > maxHeadBytes {
+			hd.valid = false
+			return false
+		}
+		if hd.buf == nil {
+			hd.buf = make([]byte, 0, maxHeadBytes/8)
+		}
+		start := len(hd.buf)
+		hd.buf = append(hd.buf, uk...)
+		if len(hd.q) == cap(hd.q) {
+			// Advance consumed q from the front of qs: move it back there
+			// rather than grow a new array.
+			if len(hd.q) < cap(hd.qs) {
+				hd.q = append(hd.qs[:0], hd.q...)
+			} else {
+				hd.qs = slices.Grow(hd.qs[:0], max(2*len(hd.q), prefetch))
+				hd.q = append(hd.qs, hd.q...)
+			}
+		}
+		hd.q = slices.Insert(hd.q, p, hd.buf[start:len(hd.buf):len(hd.buf)])
+		if len(hd.q) > 2*prefetch {
+			hd.q, hd.more = hd.q[:prefetch], true
+		}
+	default:
+		hd.q = slices.Delete(hd.q, p, p+1)
+		if len(hd.q) == 0 && hd.more {
+			hd.valid = false
+			return false
+		}
+	}
+	return true
 }
 
 // next returns the head's first timer, nil if it has none.
@@ -333,6 +412,33 @@ func (h *timersHandle[K, N]) learn(i int, uk []byte) error {
 	return nil
 }
 
+// checkRestores marks every head invalid, to be read again, if entries
+// may have been restored into the store since the last check: if it
+// counted a Restore since, or keeps no count. A Restore loads only key
+// groups where the state has no entries, so the heads that hold timers
+// stay right; but a head read empty may not be any more.
+func (sh *timerShared) checkRestores() {
+	if sh.restores != nil {
+		n, ok := sh.restores.Restores()
+		if ok && n == sh.seen {
+			return
+		}
+		sh.seen = n
+	}
+	for i := range sh.heads {
+		if hd := &sh.heads[i]; hd.valid && len(hd.q) == 0 && !hd.more {
+			hd.valid = false
+		}
+	}
+}
+
+// timerTime returns the time of the timer uk, a user key the store holds
+// (so well formed: its first 8 bytes are the time's key encoding).
+func timerTime(uk []byte) int64 {
+	t, _, _ := DecodeInt64Key(uk)
+	return t
+}
+
 // Advance fires every timer with a time <= to, in (time, key, namespace)
 // order across the key groups the store owns, each once: it deletes the
 // timer, then calls fn with it. fn may register and delete timers (through
@@ -344,8 +450,7 @@ func (h *timersHandle[K, N]) learn(i int, uk []byte) error {
 //
 // Advance reads only the key groups that may hold a due timer (those whose
 // earliest time is unknown or <= to) and whose first timers it does not
-// hold already, prefetch timers at a time, and again a key group in which
-// fn registered or deleted a timer.
+// hold already, prefetch timers at a time.
 func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	if t.h == nil {
 		return ErrUnbound
@@ -364,12 +469,9 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	}
 	sh.advancing = true
 	defer func() { sh.advancing, sh.touched = false, sh.touched[:0] }()
+	sh.checkRestores()
 	for i := range sh.heads {
 		hd := &sh.heads[i]
-		if hd.valid && len(hd.q) == 0 && !hd.more {
-			// An empty group may have been restored into since: read it.
-			hd.valid = false
-		}
 		if !hd.valid && (!sh.known[i] || sh.min[i] <= to) {
 			if err := h.refill(i); err != nil {
 				return err
@@ -406,8 +508,10 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 		}
 		others := false
 		for _, i := range sh.touched {
-			if err := h.refill(i); err != nil {
-				return err
+			if hd := &sh.heads[i]; !hd.valid || len(hd.q) == 0 && hd.more {
+				if err := h.refill(i); err != nil {
+					return err
+				}
 			}
 			others = others || i != best
 		}
@@ -435,8 +539,9 @@ func (t Timers[K, N]) Next() (time int64, ok bool, err error) {
 	if sh.advancing {
 		return 0, false, h.errorf("next timer", fmt.Errorf("Next called from inside Advance"))
 	}
+	sh.checkRestores()
 	for i := range sh.heads {
-		if !sh.known[i] {
+		if hd := &sh.heads[i]; !sh.known[i] && !(hd.valid && len(hd.q) == 0 && !hd.more) {
 			if err := h.refill(i); err != nil {
 				return 0, false, err
 			}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -110,6 +111,84 @@ func TestTimersModel(t *testing.T) {
 				}
 				if ok != (wantNext != nil) || ok && next != *wantNext {
 					t.Fatalf("step %d: Next = %d, %v; want %v", step, next, ok, wantNext)
+				}
+			}
+		})
+	}
+}
+
+// TestTimersModelDense is TestTimersModel with hundreds of timers in each
+// of two key groups — more than Advance reads of a group at once, so that
+// the heads it keeps hold a group's first timers only — and with
+// callbacks that register and delete timers at random, before, among and
+// after the timers a head holds: Advance still fires exactly the timers
+// due, in time order, each once, those a callback registers due included.
+func TestTimersModelDense(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(runtime.StoreConfig{MaxParallelism: 2})
+			handles := []runtime.Timers[string, int64]{newTimers(t, s), newTimers(t, s)}
+			rng := rand.New(rand.NewPCG(3, 4))
+			want := map[timer]bool{}
+			now := int64(0)
+			// write registers or deletes a random timer at floor or later
+			// (or one that exists) through a random handle, and keeps want
+			// in step.
+			write := func(floor int64) {
+				ts := handles[rng.IntN(2)]
+				// Half of them soon, half far: groups hold many timers, and
+				// many come before the last a head holds.
+				span := int64(100)
+				if rng.IntN(2) == 0 {
+					span = 5000
+				}
+				tm := timer{Time: max(floor, now+rng.Int64N(span)-10), Key: fmt.Sprintf("k%d", rng.IntN(300)), Namespace: rng.Int64N(3)}
+				if rng.IntN(3) == 0 {
+					for w := range want {
+						tm = w
+						break
+					}
+					check(t, ts.Delete(tm.Time, tm.Key, tm.Namespace))
+					delete(want, tm)
+					return
+				}
+				check(t, ts.Register(tm.Time, tm.Key, tm.Namespace))
+				want[tm] = true
+			}
+			steps := 4000
+			if testing.Short() {
+				steps = 1000
+			}
+			for step := range steps {
+				if rng.IntN(20) != 0 {
+					write(math.MinInt64)
+					continue
+				}
+				now += rng.Int64N(40)
+				var got []timer
+				err := handles[rng.IntN(2)].Advance(now, func(tm timer) error {
+					if !want[tm] {
+						t.Fatalf("step %d: Advance(%d) fired %v, which is not registered", step, now, tm)
+					}
+					// In time order (a callback's timer at its own time fires
+					// after it, whatever its key).
+					if len(got) > 0 && got[len(got)-1].Time > tm.Time {
+						t.Fatalf("step %d: Advance(%d) fired %v after %v", step, now, tm, got[len(got)-1])
+					}
+					delete(want, tm)
+					got = append(got, tm)
+					// A callback's timers come at or after its own, as in
+					// a job (one before would fire next, out of order).
+					for range rng.IntN(3) {
+						write(tm.Time)
+					}
+					return nil
+				})
+				check(t, err)
+				for w := range want {
+					if w.Time <= now {
+						t.Fatalf("step %d: Advance(%d) left %v, which is due", step, now, w)
+					}
 				}
 			}
 		})
@@ -264,5 +343,57 @@ func TestTimersBadInput(t *testing.T) {
 				t.Errorf("after the refused Restore, Advance fired %v", got)
 			}
 		})
+	}
+}
+
+// uncounted hides a store's RestoreCounter: timers then read every key
+// group they saw empty again at each Advance.
+type uncounted struct{ runtime.Store }
+
+// TestTimersRestoredAfterAdvance: timers restored into a store whose
+// timer handles have already read its key groups empty fire at the next
+// Advance, and Next sees them — on every backend, whether the store counts
+// its Restores or not.
+func TestTimersRestoredAfterAdvance(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		for _, hide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/uncounted=%v", name, hide), func(t *testing.T) {
+				cfg := runtime.StoreConfig{MaxParallelism: 16}
+				src := newStore(cfg)
+				srcTimers := newTimers(t, src)
+				var want []timer
+				for i := range 40 {
+					tm := timer{Time: int64(100 + i), Key: fmt.Sprint("k", i), Namespace: int64(i % 3)}
+					check(t, srcTimers.Register(tm.Time, tm.Key, tm.Namespace))
+					want = append(want, tm)
+				}
+				snap, err := src.Snapshot()
+				check(t, err)
+				defer snap.Release()
+
+				var dst runtime.Store = newStore(cfg)
+				if hide {
+					dst = uncounted{dst}
+				}
+				ts := newTimers(t, dst)
+				// One timer of the store's own, and every other group read
+				// empty.
+				check(t, ts.Register(50, "own", 0))
+				if got := advance(t, ts, 60); !slices.Equal(got, []timer{{50, "own", 0}}) {
+					t.Fatalf("Advance fired %v, want the store's own timer", got)
+				}
+				if _, ok, err := ts.Next(); err != nil || ok {
+					t.Fatalf("Next of an empty timer state: %v, %v", ok, err)
+				}
+				check(t, dst.Restore(snap))
+				next, ok, err := ts.Next()
+				if err != nil || !ok || next != 100 {
+					t.Errorf("after the restore, Next = %d, %v, %v; want 100", next, ok, err)
+				}
+				if got := advance(t, ts, 1000); !slices.Equal(got, want) {
+					t.Errorf("after the restore, Advance fired %v, want the %d restored timers", got, len(want))
+				}
+			})
+		}
 	}
 }

@@ -93,6 +93,9 @@ func TestTTLSemantics(t *testing.T) {
 				t.Fatal("the read-and-write value expired 1ms before its TTL")
 			}
 			clock.Advance(time.Millisecond)
+			if ok, err := v.Contains("a", 1); ok || err != nil {
+				t.Errorf("Contains at last update + TTL = %v, %v; want it expired", ok, err)
+			}
 			if x, ok := get("a", 1); ok {
 				t.Errorf("Get at last update + TTL = %d, want it expired", x)
 			}

@@ -179,6 +179,18 @@ func (v Value[K, V]) GetInto(k K, dst *V) (found bool, err error) {
 	return v.h.getInto(k, noNS{}, dst)
 }
 
+// Contains reports whether k has a value, without decoding it (Flink's
+// value() != null, without the deserialization). With TTL it reads as Get
+// does: an expired value is absent, and a read renews a value whose TTL
+// is updated on reads.
+func (v Value[K, V]) Contains(k K) (bool, error) {
+	if v.h == nil {
+		return false, ErrUnbound
+	}
+	_, ok, err := v.h.lookup(k, noNS{})
+	return ok, err
+}
+
 // Put sets the value of k, replacing any previous value.
 func (v Value[K, V]) Put(k K, val V) error {
 	if v.h == nil {
@@ -243,6 +255,16 @@ func (v SubKeyedValue[K, N, V]) GetInto(k K, n N, dst *V) (found bool, err error
 		return false, ErrUnbound
 	}
 	return v.h.getInto(k, n, dst)
+}
+
+// Contains reports whether (k, n) has a value, without decoding it (see
+// Value.Contains).
+func (v SubKeyedValue[K, N, V]) Contains(k K, n N) (bool, error) {
+	if v.h == nil {
+		return false, ErrUnbound
+	}
+	_, ok, err := v.h.lookup(k, n)
+	return ok, err
 }
 
 // Put sets the value of (k, n), replacing any previous value.

@@ -37,12 +37,13 @@ const defaultLayout = treePerGroup
 // Store it is used by one goroutine, the operator's; its snapshots may be
 // read and released on others.
 type Store struct {
-	cfg    runtime.StoreConfig
-	opts   Options
-	layout layout
-	states map[string]*state
-	specs  []runtime.StateSpec // of states, sorted by name
-	closed bool
+	restores storekit.Restores // counts Restores (runtime.RestoreCounter)
+	cfg      runtime.StoreConfig
+	opts     Options
+	layout   layout
+	states   map[string]*state
+	specs    []runtime.StateSpec // of states, sorted by name
+	closed   bool
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
@@ -61,6 +62,9 @@ type Store struct {
 
 // iterator is an iterator over a tree's B-tree.
 type iterator = tb.IterG[item]
+
+// Restores implements runtime.RestoreCounter.
+func (s *Store) Restores() (uint64, bool) { return s.restores.Restores() }
 
 var _ runtime.Store = (*Store)(nil)
 
@@ -175,6 +179,7 @@ func (s *Store) Restore(src runtime.View) error {
 	if s.iterating > 0 {
 		return fmt.Errorf("%w: Restore", ErrWriteDuringIteration)
 	}
+	s.restores.Note()
 	r, err := storekit.CheckRestore(s.target(), src)
 	if err != nil {
 		return err

@@ -184,3 +184,54 @@ func BenchmarkRestore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMapUpdate increments random entries of four maps of 1,000
+// int64 user keys each, through the one-lookup Update (Nexmark q5's
+// pattern: a count per auction in a map per window).
+func BenchmarkMapUpdate(b *testing.B) {
+	s, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Register(runtime.StateSpec{Name: "m", Kind: runtime.KindMap})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := st.(mapState)
+	keys := benchKeys(4)
+	const entries = 1000
+	uks := make([][]byte, entries)
+	for i := range uks {
+		uks[i] = binary.BigEndian.AppendUint64(nil, uint64(i*7919)^1<<63)
+	}
+	one := []byte{1}
+	for _, k := range keys {
+		for _, uk := range uks {
+			if err := m.Put(k, uk, one); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var nv [1]byte
+	inc := func(old []byte, found bool) ([]byte, error) {
+		if found {
+			nv[0] = old[0] + 1
+			return nv[:], nil
+		}
+		return one, nil
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	order := make([]int, 1<<16)
+	for i := range order {
+		order[i] = rng.IntN(entries * len(keys))
+	}
+	b.ResetTimer()
+	defer cpuMetric(b)()
+	for i := range b.N {
+		j := order[i&(len(order)-1)]
+		if err := m.Update(keys[j&3], uks[j>>2], inc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

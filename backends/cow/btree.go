@@ -75,49 +75,64 @@ func prefix(k []byte) uint64 {
 	return p
 }
 
-func cmpItem(slabs [][]byte, p, ref, kp uint64, key []byte) int {
-	switch {
-	case p < kp:
-		return -1
-	case p > kp:
-		return 1
+// lowerBound returns the index of the first of the n items of items, each
+// stride words long with a prefix as its first word, whose prefix is >= kp
+// (n if none). It halves the range without a branch on the comparison
+// (the compiler makes the conditional add a CMOV): a binary search of
+// random keys mispredicts every other comparison, and a misprediction
+// costs more than the load it waits for.
+func lowerBound(items []byte, n, stride int, kp uint64) int {
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		next := base + half
+		if binary.LittleEndian.Uint64(items[8*stride*next:]) < kp {
+			base = next
+		}
+		n -= half
 	}
-	return bytes.Compare(itemKey(arena.At(slabs, ref)), key)
+	if n == 1 && binary.LittleEndian.Uint64(items[8*stride*base:]) < kp {
+		base++
+	}
+	return base
 }
 
 // leafSearch returns the index of the first item >= key in a leaf and
-// whether it equals key.
+// whether it equals key. Prefixes decide, but for the items whose prefix
+// is key's, which are compared whole.
 func leafSearch(slabs [][]byte, nd []byte, kp uint64, key []byte) (int, bool) {
-	lo, hi := 0, nodeN(nd)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		c := cmpItem(slabs, u64(nd, 1+2*m), u64(nd, 2+2*m), kp, key)
-		if c == 0 {
-			return m, true
-		}
-		if c < 0 {
-			lo = m + 1
-		} else {
-			hi = m
+	n := nodeN(nd)
+	items := nd[8 : 8+16*n]
+	i := lowerBound(items, n, 2, kp)
+	for ; i < n && binary.LittleEndian.Uint64(items[16*i:]) == kp; i++ {
+		switch c := bytes.Compare(itemKey(arena.At(slabs, binary.LittleEndian.Uint64(items[16*i+8:]))), key); {
+		case c == 0:
+			return i, true
+		case c > 0:
+			return i, false
 		}
 	}
-	return lo, false
+	return i, false
 }
 
 // route returns the child of an inner node that holds key: the last i >= 1
-// whose separator is <= key (or < key if strict), else 0.
+// whose separator is <= key (or < key if strict), else 0. Prefixes decide,
+// but for the separators whose prefix is key's, which are compared whole.
 func route(slabs [][]byte, nd []byte, kp uint64, key []byte, strict bool) int {
-	lo, hi := 1, nodeN(nd)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		c := cmpItem(slabs, u64(nd, 1+3*m), u64(nd, 2+3*m), kp, key)
+	n := nodeN(nd)
+	items := nd[8 : 8+24*n]
+	// The last separator whose prefix is <= kp, found as the first > kp.
+	i := n - 1
+	if kp < 1<<64-1 {
+		i = lowerBound(items[24:], n-1, 3, kp+1)
+	}
+	for ; i >= 1 && binary.LittleEndian.Uint64(items[24*i:]) == kp; i-- {
+		c := bytes.Compare(itemKey(arena.At(slabs, binary.LittleEndian.Uint64(items[24*i+8:]))), key)
 		if c < 0 || (c == 0 && !strict) {
-			lo = m + 1
-		} else {
-			hi = m
+			break
 		}
 	}
-	return lo - 1
+	return i
 }
 
 type pathEl struct {

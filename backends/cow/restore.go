@@ -35,6 +35,7 @@ func (s *Store) Restore(src runtime.View) error {
 	if s.iterating > 0 {
 		return fmt.Errorf("%w: cow: Restore", runtime.ErrWriteDuringIteration)
 	}
+	s.restores.Note()
 	r, err := storekit.CheckRestore(s.target(), src)
 	if err != nil {
 		return err

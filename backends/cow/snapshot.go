@@ -28,7 +28,7 @@ type snapshot struct {
 
 type stateView struct {
 	spec srt.StateSpec
-	tabs []tableView // by key group - start; zero for empty tables
+	tabs []*tableView // by key group - start; nil for empty tables, or all of them
 }
 
 // tableView is a snapshot's view of one table: its roots as they were at
@@ -38,12 +38,20 @@ type stateView struct {
 // record's old bytes in the view's undo log (pageSet), and the view's
 // reader takes saved records from the log, so that it reads every page as
 // it was at the snapshot.
+//
+// A view is recycled: once its snapshot is freed and freeViews has dropped
+// its page set (done), the table takes it for its next snapshot (see
+// table.view), so that a snapshot's synchronous phase allocates per state,
+// not per state and key group.
 type tableView struct {
 	slabs [][]byte
 	main  htab
 	seq   uint64 // the snapshot's sequence number: pages made before it are its
 	lease *storekit.Lease
 	pages atomic.Pointer[pageSet] // made by the first write or read that needs it
+	// done is set by freeViews once it no longer touches the view: the
+	// table may then recycle it.
+	done atomic.Bool
 }
 
 // pageSet is a view's per-page state for the pages of its main table (the
@@ -193,10 +201,14 @@ func (ps *pageSet) undoRec(ref uint32, w int) (next uint32, slot int, rec []byte
 // snapshot.
 func freeViews(states map[string]*stateView) {
 	for _, sv := range states {
-		for i := range sv.tabs {
-			if p := &sv.tabs[i].pages; p.Load() != nil {
+		for _, tv := range sv.tabs {
+			if tv == nil {
+				continue
+			}
+			if p := &tv.pages; p.Load() != nil {
 				p.Store(nil)
 			}
+			tv.done.Store(true) // last: the table may recycle tv now
 		}
 	}
 }
@@ -234,8 +246,11 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 		return fmt.Errorf("%w: state %q: key group %d is not in the snapshot's key groups %v",
 			srt.ErrKeyGroupNotOwned, name, kg, sn.groups)
 	}
-	tv := &sv.tabs[kg-sn.groups.Start]
-	if tv.slabs == nil {
+	if sv.tabs == nil {
+		return nil
+	}
+	tv := sv.tabs[kg-sn.groups.Start]
+	if tv == nil {
 		return nil
 	}
 	sc := sn.spare.Swap(nil)

@@ -12,11 +12,12 @@ import (
 // snapshots cost O(states × key groups). Like every Store it is used by one
 // goroutine; its snapshots may be read and released on others.
 type Store struct {
-	cfg     runtime.StoreConfig
-	opts    Options
-	states  map[string]*state
-	handles map[string]runtime.State
-	closed  bool
+	restores storekit.Restores // counts Restores (runtime.RestoreCounter)
+	cfg      runtime.StoreConfig
+	opts     Options
+	states   map[string]*state
+	handles  map[string]runtime.State
+	closed   bool
 	// iterating counts the iterations running now: their callbacks must
 	// not write.
 	iterating int
@@ -33,6 +34,9 @@ type Store struct {
 	// once a worker's failure has stopped the others.
 	testLoadFailed func()
 }
+
+// Restores implements runtime.RestoreCounter.
+func (s *Store) Restores() (uint64, bool) { return s.restores.Restores() }
 
 var _ runtime.Store = (*Store)(nil)
 
@@ -129,7 +133,7 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	snap.lease = storekit.Track(s.snaps, snap, func() error { freeViews(views); return nil })
 	s.seq = snap.lease.Seq()
 	for name, st := range s.states {
-		sv := &stateView{spec: st.spec, tabs: make([]tableView, len(st.tabs))}
+		sv := &stateView{spec: st.spec}
 		for i, t := range st.tabs {
 			if t == nil {
 				continue
@@ -138,8 +142,12 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 				t.dropFreed()
 				continue
 			}
-			tv := &sv.tabs[i]
+			if sv.tabs == nil {
+				sv.tabs = make([]*tableView, len(st.tabs))
+			}
+			tv := t.view()
 			tv.slabs, tv.main, tv.seq, tv.lease = t.Slabs, t.main, s.seq, snap.lease
+			sv.tabs[i] = tv
 			t.protect(tv)
 			t.marks = t.Mark()
 			t.frozenEpoch = s.seq

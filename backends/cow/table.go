@@ -45,7 +45,10 @@ type table struct {
 	// oldest first; writes to main-table pages they see save the old
 	// records in their undo logs (guard). Freed ones are dropped lazily.
 	prot []*tableView
-	buf  []byte // scratch for entries being rewritten
+	// spare is the view of a freed snapshot, kept for the next snapshot
+	// (see view).
+	spare *tableView
+	buf   []byte // scratch for entries being rewritten
 }
 
 // guard makes record pos of p, page i of the main table's new or old
@@ -75,10 +78,9 @@ func (t *table) guard(p *pg, i, pos, w int) bool {
 	return ok
 }
 
-// protect registers the view of a snapshot being taken, dropping the views
-// of freed snapshots.
+// protect registers tv, the view of a snapshot being taken, made by view
+// (which dropped the views of freed snapshots).
 func (t *table) protect(tv *tableView) {
-	t.dropFreed()
 	t.prot = append(t.prot, tv)
 }
 
@@ -88,12 +90,33 @@ func (t *table) protect(tv *tableView) {
 func (t *table) dropFreed() {
 	keep := t.prot[:0]
 	for _, v := range t.prot {
-		if !v.lease.Freed() {
+		switch {
+		case !v.lease.Freed():
 			keep = append(keep, v)
+		case t.spare == nil && v.done.Load():
+			// Kept without what it saw, which the table may free.
+			v.slabs, v.main, v.lease = nil, htab{}, nil
+			t.spare = v
 		}
 	}
 	clear(t.prot[len(keep):])
 	t.prot = keep
+}
+
+// view returns a view for a new snapshot of the table: the spare one, a
+// freed snapshot's that freeViews is done with, if there is one. Nothing
+// reads a recycled view through its old snapshot: a Scan of a released
+// snapshot fails before it looks at its views, and a freed snapshot has
+// no Scan running.
+func (t *table) view() *tableView {
+	t.dropFreed()
+	tv := t.spare
+	if tv == nil {
+		return new(tableView)
+	}
+	t.spare = nil
+	tv.done.Store(false)
+	return tv
 }
 
 func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {

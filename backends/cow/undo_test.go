@@ -446,7 +446,7 @@ func TestReleaseDropsUndoLogsAndViews(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tv := &snap.(*snapshot).states["v"].tabs[0]
+	tv := snap.(*snapshot).states["v"].tabs[0]
 	if tv.pages.Load() == nil || len(tb.prot) != 1 {
 		t.Fatalf("under a live snapshot: page set %v, %d views protected; want a page set and 1 view", tv.pages.Load() != nil, len(tb.prot))
 	}

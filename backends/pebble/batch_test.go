@@ -273,6 +273,7 @@ func TestBatchSizeBound(t *testing.T) {
 // committed, so that reads through it stay fast; Clear-then-read stays
 // correct across those commits.
 func TestRangeDeletionsCommitEarly(t *testing.T) {
+	pebble.SetMaxPointClear(t, 0) // every Clear a range deletion
 	s := mustNew(t, pebble.Options{InMemory: true})
 	s.KeepPending()
 	ms := register[runtime.SortedMapState](t, s, mapSpec)

@@ -33,6 +33,14 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, factory(pebble.Options{}), storetest.Sorted())
 }
 
+// TestConformanceRangeClears runs the suite with every Clear and DeleteAll
+// one range deletion, as those of more than a thousand entries are (the
+// suite's maps are small: by default they are deleted entry by entry).
+func TestConformanceRangeClears(t *testing.T) {
+	pebble.SetMaxPointClear(t, 0)
+	storetest.Run(t, factory(pebble.Options{}), storetest.Sorted())
+}
+
 // TestConformanceThroughFiles runs the suite with every snapshot written
 // to checkpoint files and read back, rescaling included.
 func TestConformanceThroughFiles(t *testing.T) {

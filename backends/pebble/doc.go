@@ -85,15 +85,19 @@
 //
 // # Deletions
 //
-// Clear of a map and DeleteAll of a key delete their span with one range
-// deletion (DeleteRange), whatever the number of entries; a value or a
-// list is one key, deleted with a point Delete. A reused directory whose
-// store now owns fewer key groups drops the others with at most two range
-// deletions (key groups lead the layout), as a rescaled Flink job clips a
-// reused RocksDB instance. A range deletion is a tombstone that reads
-// overlapping it consult until a compaction drops it: cheap to write, not
-// free to read past, which is why a Clear of a value or list is a point
-// Delete.
+// Clear of a map and DeleteAll of a key read the keys of their span and
+// delete them one by one if there are at most 1,024, else the whole span
+// with one range deletion (DeleteRange); a value or a list is one key,
+// deleted with a point Delete. A reused directory whose store now owns
+// fewer key groups drops the others with at most two range deletions (key
+// groups lead the layout), as a rescaled Flink job clips a reused RocksDB
+// instance. A range deletion is a tombstone that reads overlapping it
+// consult until a compaction drops it: cheap to write, not free to read
+// past — while the memtable holds one, every Get and iterator allocates a
+// tombstone iterator for it (Pebble's memTable.newRangeDelIter). Nexmark's
+// q5 clears a window's map of ~1,000 counts every 5 s of event time: with
+// a range deletion per Clear, the five queries allocated 1.6 objects per
+// event, 1.4 of them those iterators; deleted entry by entry, 0.4.
 //
 // # Write batching
 //

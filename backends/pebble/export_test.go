@@ -24,3 +24,11 @@ func (s *Store) PendingWrites() int {
 // Snapshot, Restore and Close, never after a run of reads: so that every
 // read of a test goes through the pending writes.
 func (s *Store) KeepPending() { s.readRunLimit = 1 << 62 }
+
+// SetMaxPointClear sets the most keys a Clear or DeleteAll deletes one by
+// one, for the test, and restores it after.
+func SetMaxPointClear(t interface{ Cleanup(func()) }, n int) {
+	old := maxPointClear
+	maxPointClear = n
+	t.Cleanup(func() { maxPointClear = old })
+}

@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
@@ -117,18 +118,56 @@ func (st *state) del(k runtime.Key, key []byte) error {
 	return nil
 }
 
-// delPrefix deletes every key with prefix p, with one range deletion.
+// maxPointClear is the most keys a span may hold for delPrefix to delete
+// them one by one rather than with a range deletion (see the package doc,
+// Deletions). Tests lower it.
+var maxPointClear = 1024
+
+// delPrefix deletes every key with prefix p: with a point deletion each if
+// there are at most maxPointClear, else with one range deletion.
 func (st *state) delPrefix(k runtime.Key, p []byte) error {
 	s := st.s
 	buf := s.takeBuf()
 	buf = append(buf, p...)
 	buf, _ = storekit.AppendPrefixEnd(buf, buf) // never false: p starts with a key group
-	err := s.apply(opDelRange, buf[:len(p)], buf[len(p):])
+	keys, few, err := st.fewKeys(k.Group(), buf[:len(p)], buf[len(p):], s.clearBuf[:0])
+	switch {
+	case err != nil:
+	case few:
+		for start := 0; start < len(keys) && err == nil; {
+			n, w := binary.Uvarint(keys[start:])
+			start += w
+			err = s.apply(opDelete, keys[start:start+int(n)], nil)
+			start += int(n)
+		}
+	default:
+		err = s.apply(opDelRange, buf[:len(p)], buf[len(p):])
+	}
+	s.clearBuf = keys[:0]
 	s.giveBuf(buf)
 	if err != nil {
 		return st.wrap(k, err)
 	}
 	return nil
+}
+
+// fewKeys appends the keys in [lo, hi), each after its uvarint length, to
+// dst, and reports whether there are at most maxPointClear of them (it
+// stops reading at the next).
+func (st *state) fewKeys(kg int, lo, hi, dst []byte) ([]byte, bool, error) {
+	it, err := st.iter(kg, lo, hi)
+	if err != nil {
+		return dst, false, err
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n > maxPointClear {
+			break
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(it.Key())))
+		dst = append(dst, it.Key()...)
+	}
+	return dst, n <= maxPointClear, st.closeIter(kg, it, nil)
 }
 
 // Clear implements runtime.State: a value or list is one key, a map one

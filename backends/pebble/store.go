@@ -23,11 +23,12 @@ import (
 // it is used by one goroutine, the operator's; its snapshots may be read
 // and released on others.
 type Store struct {
-	cfg  runtime.StoreConfig
-	opts Options
-	h    *handle
-	db   *pebbledb.DB
-	wo   *pebbledb.WriteOptions
+	restores storekit.Restores // counts Restores (runtime.RestoreCounter)
+	cfg      runtime.StoreConfig
+	opts     Options
+	h        *handle
+	db       *pebbledb.DB
+	wo       *pebbledb.WriteOptions
 
 	states map[string]*state
 	specs  []runtime.StateSpec // of states, sorted by name
@@ -57,11 +58,15 @@ type Store struct {
 	failed       error
 	pidx         pendingIndex // the pending batch's writes, for point reads
 
-	kbuf []byte   // the key of the current point operation
-	vbuf []byte   // the value returned by the last Get
-	wbuf []byte   // the value being written
-	bufs [][]byte // spare buffers for iteration bounds (see takeBuf)
+	kbuf     []byte   // the key of the current point operation
+	clearBuf []byte   // the keys of a Clear or DeleteAll being deleted one by one
+	vbuf     []byte   // the value returned by the last Get
+	wbuf     []byte   // the value being written
+	bufs     [][]byte // spare buffers for iteration bounds (see takeBuf)
 }
+
+// Restores implements runtime.RestoreCounter.
+func (s *Store) Restores() (uint64, bool) { return s.restores.Restores() }
 
 var _ runtime.Store = (*Store)(nil)
 
@@ -445,6 +450,7 @@ func (s *Store) Restore(src runtime.View) error {
 	if err != nil {
 		return fmt.Errorf("pebble: restore: %w", err)
 	}
+	s.restores.Note()
 	r, err := storekit.CheckRestore(s.target(it), src)
 	if cerr := it.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("pebble: restore: %w", cerr)

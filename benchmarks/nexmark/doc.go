@@ -56,11 +56,13 @@
 //     lives in OR, ID or CA, as a row (seller's name, city, state; auction
 //     id). A join in a global window, keyed by seller (Q3State): the
 //     person, once seen, and the auctions that came before it (an auction
-//     may name a seller a few persons ahead), which its arrival emits; a
-//     cleanup timer, moved to Q3Wait (60 s) after each of the seller's
-//     events, deletes all of it — Beam's JoinDoFn, whose wait is 600 s;
-//     60 s is the shortest that changes no row here, and keeps the state
-//     bounded.
+//     may name a seller a few persons ahead), which its arrival emits; the
+//     seller's state is deleted by a cleanup timer Q3Wait (60 s) after its
+//     last event — Beam's JoinDoFn, whose wait is 600 s; 60 s is the
+//     shortest that changes no row here, and keeps the state bounded. Each
+//     event sets a timer at its cleanup time and leaves the earlier one,
+//     which does nothing when it fires, as in the plain query (Beam moves
+//     the timer: one more operation per event for the same rows).
 //   - q5, hot items: for each sliding window of WindowSize (10 s) every
 //     WindowPeriod (5 s), the auctions with the most bids in it, ties all
 //     included: rows (window, auction, count). A map state keyed by window
@@ -82,29 +84,38 @@
 //     (person, window) emits the join and deletes them.
 //   - q11, user sessions: each bidder's sessions, bids no two of which are
 //     SessionGap (10 s, Beam's windowSizeSec) apart, as rows (bidder,
-//     session window [first bid, last bid + gap), number of bids). Flink's
-//     merging windows: a bid opens [t, t+gap), which merges with every live
-//     session of the bidder it overlaps or touches — SubKeyedValue.Merge
-//     moves their counts into the covering window, their timers are
-//     deleted — and a timer at the session's last millisecond emits it.
-//     The live windows of a bidder are a value state (Flink's
-//     MergingWindowSet): listing them with Namespaces instead, as
-//     examples/windows does, costs pebble a scan of every merged session's
-//     tombstone. In order, every bid but a session's first extends the
-//     session, and its count moves to the new window's namespace, as in
-//     examples/windows; Flink instead keeps a session's state under the
-//     namespace of its first window and merges state only when a bid
-//     bridges two sessions, which an in-order stream never does. Beam's cap of 100,000 bids per session pane and its
-//     allowed lateness are left out: no session comes near the one, no
+//     session window [first bid, last bid + gap), number of bids). Keyed
+//     by bidder (Q11State), the bidder's live sessions in one value, each
+//     with its window, its count and its timer's namespace: a bid opens
+//     [t, t+gap), which merges with every live session it overlaps or
+//     touches. A session's timer is set when the session opens; if the
+//     session has grown when the timer fires, the timer is set again at
+//     its new last millisecond, else the session is emitted; the timer of
+//     a session merged into another finds none. That is the plain query's
+//     algorithm, and a common way to use timers in Flink too. Flink's
+//     WindowOperator instead keeps a state namespace per session window,
+//     merges their state (SubKeyedValue.Merge) and moves the timer at
+//     every extension; examples/windows shows that way, which costs a
+//     Merge and a timer Delete and Register per bid, some 6 times this
+//     one's time on cow. Beam's cap of 100,000 bids per session pane and
+//     its allowed lateness are left out: no session comes near the one, no
 //     event is late for the other.
 //
 // Every window fires once, when the watermark reaches its last
 // millisecond, and its state goes then (no allowed lateness: the stream
 // is in order). A window's timer is registered when its state may be new
 // — q5's with each new (window, auction) count, q7's with a window's first
-// bid, q8's with each person and auction, q11's with every bid, as the
-// session moves — registering an existing timer being a no-op, as in
-// Flink; timers fire in (time, key, namespace) order.
+// bid, q8's with each person and auction, q11's with each new session —
+// registering an existing timer being a no-op, as in Flink; timers fire
+// in (time, key, namespace) order. The stategen queries run their plain
+// twins' algorithms, so that the ratio of the two measures the state, not
+// two ways to compute a query — with the layout a keyed operator needs,
+// which a one-goroutine Go program does not: q8 keys its state by person,
+// as Beam's CoGroupByKey does (and an instance of a parallel job must, to
+// own its persons), with a timer per person and window, where plain Go
+// keeps a map per window and one timer for it; q5 registers a window's
+// timer with each new auction count of the window, plain Go with the
+// window's first.
 //
 // # Verification
 //

@@ -11,8 +11,11 @@ type Q3Person struct {
 
 // Q3State is q3's state, keyed by seller (a person's id): Beam's JoinDoFn.
 // The person, once seen; the ids of its auctions seen before it; the time
-// of its cleanup timer, Q3Wait after its last event, which deletes all
-// three (a new event moves the timer: Beam's timer.set).
+// of its cleanup, Q3Wait after its last event, when a timer deletes all
+// three. A new event sets a timer at its new cleanup time and leaves the
+// old one, which finds a later cleanup time when it fires and does
+// nothing, as the plain query's stale timers do (Beam's timer.set moves
+// the timer: a Delete more per event, for the same rows).
 //
 //stategen:state
 type Q3State struct {
@@ -63,22 +66,29 @@ type Q8State struct {
 	Timers   runtime.Timers[int64, int64]                `state:"q8-timers"`
 }
 
-// Q11State is q11's state, keyed by bidder: the windows of the bidder's
-// live sessions (Flink's MergingWindowSet, which its WindowOperator keeps
-// in a keyed list state), the number of bids of each session, with the
-// session's window as namespace, merged when a bid bridges sessions
-// (SubKeyedValue.Merge), and the timer of each session at its last
-// millisecond.
-//
-// The windows are a state of their own, rather than listed with
-// Sessions.Namespaces as examples/windows does, because on pebble that
-// scan crosses the tombstone of every session namespace merged away
-// before it: a hot bidder's bids, each a merge, made it quadratic (some
-// 130 µs a bid over 10,000 events, 95% of the time in the scan).
+// Q11Session is a live q11 session of a bidder: its window, its number of
+// bids, and the namespace of its timer (the start of the window that
+// opened it).
+type Q11Session struct {
+	Start, End, Count, Timer int64
+}
+
+// Q11State is q11's state, keyed by bidder: the bidder's live sessions, in
+// one value, and a timer per session, in the namespace the session names.
+// A session's timer is set when the session opens, at its last
+// millisecond then; a session extended since is still live when its timer
+// fires, and sets it again at its new last millisecond (Flink users do the
+// same with a timer per session rather than one per extension); a session
+// merged into another leaves its timer behind, which finds no session of
+// its namespace when it fires. It is the plain query's algorithm
+// (plainQ11), as every query here runs its plain twin's: the ratio of the
+// two is that of the state, not of two ways to compute sessions. Flink's
+// own WindowOperator — a state namespace per session window, merged with
+// SubKeyedValue.Merge, and a timer moved at every extension — is what
+// examples/windows shows.
 //
 //stategen:state
 type Q11State struct {
-	Windows  runtime.Value[int64, []Window]              `state:"q11-windows"`
-	Sessions runtime.SubKeyedValue[int64, Window, int64] `state:"q11-sessions"`
-	Timers   runtime.Timers[int64, Window]               `state:"q11-timers"`
+	Sessions runtime.Value[int64, []Q11Session] `state:"q11-sessions"`
+	Timers   runtime.Timers[int64, int64]       `state:"q11-timers"`
 }

@@ -77,7 +77,7 @@ func (q *q3) Event(e *Event) error {
 			return nil
 		}
 		seller = p.ID
-		if _, ok, err := q.st.Persons.Get(seller); err != nil || ok {
+		if ok, err := q.st.Persons.Contains(seller); err != nil || ok {
 			return err // a person comes once; Beam logs a second one
 		}
 		person := Q3Person{Name: p.Name, City: p.City, State: p.State}
@@ -105,16 +105,12 @@ func (q *q3) Event(e *Event) error {
 	default:
 		return nil
 	}
-	// Move the seller's cleanup timer to Q3Wait after this event.
+	// The seller's cleanup is now Q3Wait after this event: its timer is
+	// set, and an earlier one left to find it moved (see Q3State).
 	at := e.Time + Q3Wait
 	old, ok, err := q.st.Expiry.Get(seller)
 	if err != nil || (ok && old == at) {
 		return err
-	}
-	if ok {
-		if err := q.st.Timers.Delete(old, seller, 0); err != nil {
-			return err
-		}
 	}
 	if err := q.st.Timers.Register(at, seller, 0); err != nil {
 		return err
@@ -149,8 +145,13 @@ func (q *q3) Watermark(wm int64) error {
 	return q.st.Timers.Advance(wm, q.expireFn)
 }
 
-// expire deletes a seller's state: its cleanup timer fired.
+// expire deletes a seller's state if its cleanup time is the timer's: a
+// timer of an earlier cleanup time does nothing.
 func (q *q3) expire(tm runtime.Timer[int64, int64]) error {
+	at, ok, err := q.st.Expiry.Get(tm.Key)
+	if err != nil || !ok || at != tm.Time {
+		return err
+	}
 	if err := q.st.Persons.Delete(tm.Key); err != nil {
 		return err
 	}
@@ -353,38 +354,43 @@ func (q *q8) Watermark(wm int64) error {
 	return q.st.Timers.Advance(wm, q.fireFn)
 }
 
+// fire emits the join of the (person, window) of the timer, and deletes
+// it. The reserves come first: a person's name is read (and decoded) only
+// if the person opened auctions in the window.
 func (q *q8) fire(tm runtime.Timer[int64, int64]) error {
 	person, start := tm.Key, tm.Namespace
-	name, ok, err := q.st.Persons.Get(person, start)
-	if err != nil {
+	if err := q.st.Reserves.GetInto(person, start, &q.reserves); err != nil {
 		return err
 	}
-	if ok {
-		if err := q.st.Reserves.GetInto(person, start, &q.reserves); err != nil {
+	if len(q.reserves) > 0 {
+		name, ok, err := q.st.Persons.Get(person, start)
+		if err != nil {
 			return err
 		}
 		for _, r := range q.reserves {
+			if !ok {
+				break // the seller registered in another window
+			}
 			q.out.Q8 = append(q.out.Q8, Q8Row{Start: start, Person: person, Name: name, Reserve: r})
 		}
-		if err := q.st.Persons.Delete(person, start); err != nil {
+		if err := q.st.Reserves.Delete(person, start); err != nil {
 			return err
 		}
 	}
-	return q.st.Reserves.Delete(person, start)
+	return q.st.Persons.Delete(person, start)
 }
 
 // q11 is user sessions, Beam's Query11: the number of bids of each
 // bidder's sessions. A bid opens the window [t, t+SessionGap), which
-// merges with every live session of its bidder it touches (Merge moves
-// their counts into the covering window; their timers are deleted); a
-// session's timer, at its last millisecond, emits it.
+// merges with every live session of its bidder it touches; a session's
+// timer, set when it opens and set again when it fires before the
+// session's (since extended) last millisecond, emits it (see Q11State).
 type q11 struct {
-	st      *Q11State
-	out     *Output
-	wm      int64
-	sources []Window                                 // scratch of Event
-	live    []Window                                 // a bidder's windows, as last read
-	fireFn  func(runtime.Timer[int64, Window]) error // q.fire, bound once
+	st     *Q11State
+	out    *Output
+	wm     int64
+	live   []Q11Session                            // a bidder's sessions, as last read
+	fireFn func(runtime.Timer[int64, int64]) error // q.fire, bound once
 }
 
 func (q *q11) Event(e *Event) error {
@@ -393,48 +399,34 @@ func (q *q11) Event(e *Event) error {
 	}
 	bidder := e.Bid.Bidder
 	opened := Window{e.Time, e.Time + SessionGap}
-	merged := opened
-	// The bidder's windows are read into q.live, reusing its array (an
+	merged := Q11Session{Start: opened.Start, End: opened.End, Count: 1}
+	// The bidder's sessions are read into q.live, reusing its array (an
 	// absent value leaves it alone: it is emptied first).
 	q.live = q.live[:0]
-	if _, err := q.st.Windows.GetInto(bidder, &q.live); err != nil {
+	if _, err := q.st.Sessions.GetInto(bidder, &q.live); err != nil {
 		return err
 	}
-	live := q.live
-	q.sources = q.sources[:0]
-	kept := live[:0]
-	for _, w := range live {
-		if w.intersects(opened) {
-			q.sources = append(q.sources, w)
-			merged = merged.cover(w)
+	kept, timed := q.live[:0], false
+	for _, s := range q.live {
+		if w := (Window{s.Start, s.End}); w.intersects(opened) {
+			w = w.cover(Window{merged.Start, merged.End})
+			merged.Start, merged.End, merged.Count = w.Start, w.End, merged.Count+s.Count
+			if !timed {
+				merged.Timer, timed = s.Timer, true
+			}
 		} else {
-			kept = append(kept, w)
+			kept = append(kept, s)
 		}
 	}
-	if len(q.sources) > 0 {
-		if err := q.st.Sessions.Merge(bidder, merged, q.sources, sum); err != nil {
+	if !timed {
+		merged.Timer = opened.Start
+		if err := q.st.Timers.Register(opened.last(), bidder, merged.Timer); err != nil {
 			return err
 		}
-		for _, w := range q.sources {
-			if w == merged {
-				continue
-			}
-			if err := q.st.Timers.Delete(w.last(), bidder, w); err != nil {
-				return err
-			}
-		}
 	}
-	if err := q.st.Sessions.Update(bidder, merged, inc); err != nil {
-		return err
-	}
-	if err := q.st.Timers.Register(merged.last(), bidder, merged); err != nil {
-		return err
-	}
-	return q.st.Windows.Put(bidder, append(kept, merged))
+	q.live = append(kept, merged)
+	return q.st.Sessions.Put(bidder, q.live)
 }
-
-func sum(a, b int64) int64        { return a + b }
-func inc(old int64, _ bool) int64 { return old + 1 }
 
 func (q *q11) Watermark(wm int64) error {
 	if wm <= q.wm {
@@ -447,30 +439,29 @@ func (q *q11) Watermark(wm int64) error {
 	return q.st.Timers.Advance(wm, q.fireFn)
 }
 
-// fire emits the session of the timer and forgets it.
-func (q *q11) fire(tm runtime.Timer[int64, Window]) error {
-	bidder, w := tm.Key, tm.Namespace
-	n, ok, err := q.st.Sessions.Get(bidder, w)
-	if err != nil || !ok {
-		return err
-	}
-	q.out.Q11 = append(q.out.Q11, Q11Row{Bidder: bidder, Start: w.Start, End: w.End, Count: n})
-	if err := q.st.Sessions.Delete(bidder, w); err != nil {
-		return err
-	}
+// fire emits the session whose timer fired if it ends by the timer's time,
+// and forgets it; if the session has grown since, it sets its timer again
+// at its last millisecond. A timer whose session was merged into another
+// finds none.
+func (q *q11) fire(tm runtime.Timer[int64, int64]) error {
+	bidder := tm.Key
 	q.live = q.live[:0]
-	if _, err := q.st.Windows.GetInto(bidder, &q.live); err != nil {
+	if _, err := q.st.Sessions.GetInto(bidder, &q.live); err != nil {
 		return err
 	}
-	live := q.live
-	kept := live[:0]
-	for _, lw := range live {
-		if lw != w {
-			kept = append(kept, lw)
+	for i, s := range q.live {
+		if s.Timer != tm.Namespace {
+			continue
 		}
+		if last := s.End - 1; last > tm.Time {
+			return q.st.Timers.Register(last, bidder, s.Timer)
+		}
+		q.out.Q11 = append(q.out.Q11, Q11Row{Bidder: bidder, Start: s.Start, End: s.End, Count: s.Count})
+		q.live = append(q.live[:i], q.live[i+1:]...)
+		if len(q.live) == 0 {
+			return q.st.Sessions.Delete(bidder)
+		}
+		return q.st.Sessions.Put(bidder, q.live)
 	}
-	if len(kept) == 0 {
-		return q.st.Windows.Delete(bidder)
-	}
-	return q.st.Windows.Put(bidder, kept)
+	return nil
 }

@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// stategenCheckVSliceOfWindow round-trips random values through stategenCodecSliceOfWindow.
-func stategenCheckVSliceOfWindow(t *testing.T, r *rand.Rand) {
-	var c stategenCodecSliceOfWindow
-	var into []Window
+// stategenCheckVSliceOfQ11Session round-trips random values through stategenCodecSliceOfQ11Session.
+func stategenCheckVSliceOfQ11Session(t *testing.T, r *rand.Rand) {
+	var c stategenCodecSliceOfQ11Session
+	var into []Q11Session
 	for i := range 300 {
-		var v []Window
-		stategenRandSliceOfWindow(r, &v, 0, true)
+		var v []Q11Session
+		stategenRandSliceOfQ11Session(r, &v, 0, true)
 		b := c.AppendValue(nil, v)
 		buf := append(bytes.Clone(b), 238)
 		got, rest, err := c.DecodeValue(buf)
@@ -37,10 +37,10 @@ func stategenCheckVSliceOfWindow(t *testing.T, r *rand.Rand) {
 		for j := range buf {
 			buf[j] = 255
 		}
-		if !(stategenEqualSliceOfWindow(&v, &got)) {
+		if !(stategenEqualSliceOfQ11Session(&v, &got)) {
 			t.Fatalf("value %d: round trip changed %#v into %#v", i, v, got)
 		}
-		if !(stategenEqualSliceOfWindow(&v, &into)) {
+		if !(stategenEqualSliceOfQ11Session(&v, &into)) {
 			t.Fatalf("value %d: decoding into the previous value changed %#v into %#v", i, v, into)
 		}
 		// Encodings are self-delimiting: no proper prefix decodes.
@@ -52,9 +52,9 @@ func stategenCheckVSliceOfWindow(t *testing.T, r *rand.Rand) {
 	}
 }
 
-// stategenFuzzVSliceOfWindow decodes arbitrary bytes with stategenCodecSliceOfWindow; what decodes must survive a round trip.
-func stategenFuzzVSliceOfWindow(data []byte) (int, error) {
-	var c stategenCodecSliceOfWindow
+// stategenFuzzVSliceOfQ11Session decodes arbitrary bytes with stategenCodecSliceOfQ11Session; what decodes must survive a round trip.
+func stategenFuzzVSliceOfQ11Session(data []byte) (int, error) {
+	var c stategenCodecSliceOfQ11Session
 	v, _, err := c.DecodeValue(data)
 	if err != nil {
 		return 0, nil
@@ -64,16 +64,16 @@ func stategenFuzzVSliceOfWindow(data []byte) (int, error) {
 	if err != nil || len(rest) != 0 {
 		return 1, fmt.Errorf("%#v re-encodes as %x, which does not decode: %v", v, b, err)
 	}
-	if !(stategenEqualSliceOfWindow(&v, &w)) {
+	if !(stategenEqualSliceOfQ11Session(&v, &w)) {
 		return 1, fmt.Errorf("%#v decodes from its re-encoding as %#v", v, w)
 	}
 	return 1, nil
 }
 
-func stategenSeedVSliceOfWindow(r *rand.Rand) []byte {
-	var v []Window
-	stategenRandSliceOfWindow(r, &v, 0, true)
-	return stategenCodecSliceOfWindow{}.AppendValue(nil, v)
+func stategenSeedVSliceOfQ11Session(r *rand.Rand) []byte {
+	var v []Q11Session
+	stategenRandSliceOfQ11Session(r, &v, 0, true)
+	return stategenCodecSliceOfQ11Session{}.AppendValue(nil, v)
 }
 
 // stategenCheckVQ3Person round-trips random values through Q3PersonCodec.
@@ -200,73 +200,6 @@ func stategenSeedVQ7Bid(r *rand.Rand) []byte {
 	return Q7BidCodec{}.AppendValue(nil, v)
 }
 
-// stategenCheckKWindow round-trips random keys through WindowCodec and checks
-// that their encodings order like the keys.
-func stategenCheckKWindow(t *testing.T, r *rand.Rand) {
-	var c WindowCodec
-	for i := range 300 {
-		var x, y Window
-		stategenRandWindow(r, &x, 0, true)
-		stategenRandWindow(r, &y, 0, true)
-		if r.IntN(8) == 0 {
-			y = x
-		}
-		bx, by := c.AppendKey(nil, x), c.AppendKey(nil, y)
-		got, rest, err := c.DecodeKey(append(bytes.Clone(bx), 238))
-		if err != nil {
-			t.Fatalf("key %d: %#v: decoding %x: %v", i, x, bx, err)
-		}
-		if len(rest) != 1 || !(stategenKeyEqualWindow(&x, &got)) {
-			t.Fatalf("key %d: round trip changed %#v into %#v (rest %x)", i, x, got, rest)
-		}
-		want, have := stategenCompareWindow(&x, &y), bytes.Compare(bx, by)
-		if stategenSign(want) != have {
-			t.Fatalf("key %d: %#v vs %#v compare %d, but their encodings %x and %x compare %d", i, x, y, want, bx, by, have)
-		}
-		for n := range len(bx) {
-			if _, _, err := c.DecodeKey(bx[:n]); err == nil {
-				t.Fatalf("key %d: the %d-byte prefix of %x decoded", i, n, bx)
-			}
-		}
-	}
-}
-
-// stategenFuzzKWindow decodes up to two keys, one after the other, from arbitrary
-// bytes with WindowCodec: each must re-encode to the bytes it was decoded from
-// (key encodings are canonical) and decode alike without the bytes that
-// follow it, and the two encodings must compare like the keys.
-func stategenFuzzKWindow(data []byte) (int, error) {
-	var c WindowCodec
-	var keys [2]Window
-	var encs [2][]byte
-	rest := data
-	for n := range 2 {
-		v, after, err := c.DecodeKey(rest)
-		if err != nil {
-			return n, nil
-		}
-		enc := rest[:len(rest)-len(after)]
-		if b := c.AppendKey(nil, v); !bytes.Equal(b, enc) {
-			return n, fmt.Errorf("key %x decodes as %#v, which encodes as %x", enc, v, b)
-		}
-		if w, tail, err := c.DecodeKey(enc); err != nil || len(tail) != 0 || !(stategenKeyEqualWindow(&v, &w)) {
-			return n, fmt.Errorf("key %x decodes as %#v followed by more bytes, but alone as %#v, rest %x, %v", enc, v, w, tail, err)
-		}
-		keys[n], encs[n], rest = v, enc, after
-	}
-	want, have := stategenCompareWindow(&keys[0], &keys[1]), bytes.Compare(encs[0], encs[1])
-	if stategenSign(want) != have {
-		return 2, fmt.Errorf("keys %#v and %#v compare %d, but their encodings %x and %x compare %d", keys[0], keys[1], want, encs[0], encs[1], have)
-	}
-	return 2, nil
-}
-
-func stategenSeedKWindow(r *rand.Rand) []byte {
-	var v Window
-	stategenRandWindow(r, &v, 0, true)
-	return WindowCodec{}.AppendKey(nil, v)
-}
-
 // stategenCodecTest is a generated codec under test. fuzz decodes arbitrary bytes
 // and returns how many keys or values it decoded, or an error if what it
 // decoded breaks a law of the codec.
@@ -278,10 +211,9 @@ type stategenCodecTest struct {
 }
 
 var stategenCodecTests = []stategenCodecTest{
-	{"stategenCodecSliceOfWindow/value", stategenCheckVSliceOfWindow, stategenFuzzVSliceOfWindow, stategenSeedVSliceOfWindow},
+	{"stategenCodecSliceOfQ11Session/value", stategenCheckVSliceOfQ11Session, stategenFuzzVSliceOfQ11Session, stategenSeedVSliceOfQ11Session},
 	{"Q3PersonCodec/value", stategenCheckVQ3Person, stategenFuzzVQ3Person, stategenSeedVQ3Person},
-	{"Q7BidCodec/value", stategenCheckVQ7Bid, stategenFuzzVQ7Bid, stategenSeedVQ7Bid},
-	{"WindowCodec/key", stategenCheckKWindow, stategenFuzzKWindow, stategenSeedKWindow}}
+	{"Q7BidCodec/value", stategenCheckVQ7Bid, stategenFuzzVQ7Bid, stategenSeedVQ7Bid}}
 
 // TestStategenCodecs checks every generated codec of the package on random
 // values: round trips, no aliasing of the input, rejection of truncated
@@ -335,16 +267,23 @@ func FuzzStategenDecode(f *testing.F) {
 	})
 }
 
-func stategenRandSliceOfWindow(r *rand.Rand, v *[]Window, depth int, nan bool) {
+func stategenRandSliceOfQ11Session(r *rand.Rand, v *[]Q11Session, depth int, nan bool) {
 	if r.IntN(5) == 0 {
 		*v = nil
 		return
 	}
-	s := make([]Window, r.IntN(max(1, 4-depth)))
+	s := make([]Q11Session, r.IntN(max(1, 4-depth)))
 	for i := range s {
-		stategenRandWindow(r, &s[i], depth+1, nan)
+		stategenRandQ11Session(r, &s[i], depth+1, nan)
 	}
 	*v = s
+}
+
+func stategenRandQ11Session(r *rand.Rand, v *Q11Session, depth int, nan bool) {
+	v.Start = int64(stategenRandBits(r))
+	v.End = int64(stategenRandBits(r))
+	v.Count = int64(stategenRandBits(r))
+	v.Timer = int64(stategenRandBits(r))
 }
 
 func stategenRandQ3Person(r *rand.Rand, v *Q3Person, depth int, nan bool) {
@@ -359,19 +298,30 @@ func stategenRandQ7Bid(r *rand.Rand, v *Q7Bid, depth int, nan bool) {
 	v.Time = int64(stategenRandBits(r))
 }
 
-func stategenRandWindow(r *rand.Rand, v *Window, depth int, nan bool) {
-	v.Start = int64(stategenRandBits(r))
-	v.End = int64(stategenRandBits(r))
-}
-
-func stategenEqualSliceOfWindow(a, b *[]Window) bool {
+func stategenEqualSliceOfQ11Session(a, b *[]Q11Session) bool {
 	if (*a == nil) != (*b == nil) || len(*a) != len(*b) {
 		return false
 	}
 	for i := range *a {
-		if !(stategenEqualWindow(&(*a)[i], &(*b)[i])) {
+		if !(stategenEqualQ11Session(&(*a)[i], &(*b)[i])) {
 			return false
 		}
+	}
+	return true
+}
+
+func stategenEqualQ11Session(a, b *Q11Session) bool {
+	if !(a.Start == b.Start) {
+		return false
+	}
+	if !(a.End == b.End) {
+		return false
+	}
+	if !(a.Count == b.Count) {
+		return false
+	}
+	if !(a.Timer == b.Timer) {
+		return false
 	}
 	return true
 }
@@ -400,37 +350,6 @@ func stategenEqualQ7Bid(a, b *Q7Bid) bool {
 		return false
 	}
 	return true
-}
-
-func stategenEqualWindow(a, b *Window) bool {
-	if !(a.Start == b.Start) {
-		return false
-	}
-	if !(a.End == b.End) {
-		return false
-	}
-	return true
-}
-
-func stategenKeyEqualWindow(a, b *Window) bool {
-	if !(a.Start == b.Start) {
-		return false
-	}
-	if !(a.End == b.End) {
-		return false
-	}
-	return true
-}
-
-// stategenCompareWindow is the logical order of keys: by fields in declaration order.
-func stategenCompareWindow(a, b *Window) int {
-	if c := cmp.Compare(a.Start, b.Start); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.End, b.End); c != 0 {
-		return c
-	}
-	return 0
 }
 
 // stategenAllocated returns the bytes of heap that f allocates, per runtime/metrics.

@@ -7,8 +7,8 @@ import (
 )
 
 // This file emits the functions behind the codecs: for each composite type,
-// value append and decode, the string scan of values that need one, and key
-// append and decode. Leaves are inlined as calls to the runtime.
+// value append and decode, and key append and decode. Leaves are inlined as
+// calls to the runtime.
 
 var (
 	dst = jen.Id("dst")
@@ -188,7 +188,7 @@ func (e *emitter) decodeValueFn(t *model.Type) {
 			jen.Return(src, jen.Nil()))
 	}
 	e.f.Func().Id(e.fn("DecodeV", t)).
-		Params(jen.Id("v").Op("*").Add(e.typ(t)), jen.Id("src").Index().Byte(), jen.Id("a").Op("*").Qual("strings", "Builder")).
+		Params(jen.Id("v").Op("*").Add(e.typ(t)), jen.Id("src").Index().Byte(), jen.Id("a").Op("*").Qual(RuntimePath, "StringBlock")).
 		Params(jen.Id("_").Index().Byte(), jen.Err().Error()).Block(body...)
 	e.f.Line()
 }
@@ -228,7 +228,52 @@ func (e *emitter) decodeValue(t *model.Type, x jen.Code, wrap jen.Code) []jen.Co
 	} else {
 		call = jen.Qual(RuntimePath, "Decode"+leafName[k]+"Value").Call(src)
 	}
-	return e.leafDecode(t, x, call, ret)
+	slow := e.leafDecode(t, x, call, ret)
+	fast := fastPath(k)
+	if fast == nil {
+		return slow
+	}
+	// The fast path decodes most values without a call; the runtime's
+	// decoder takes the rest and reports the errors.
+	val := fast.value
+	if t.Kind == model.Named {
+		val = jen.Add(e.typ(t)).Call(val)
+	}
+	return []jen.Code{jen.If(jen.List(jen.Id("fast"), jen.Id("size")).Op(":=").Add(fast.prefix), jen.Id("size").Op(">").Lit(0)).Block(
+		jen.List(x, src).Op("=").List(val, src.Clone().Index(jen.Id("size"), jen.Empty())),
+	).Else().Add(elseOf(slow))}
+}
+
+// fastDecode is the fast path of a leaf kind's value decoding: prefix
+// yields fast and its length size (0 if the full decoder must run), and
+// value is the decoded value made of fast. The names are none that
+// generated decoders use for their own variables.
+type fastDecode struct{ prefix, value jen.Code }
+
+// fastPath returns the fast path of the value decoding of leaf kind k, or
+// nil if it has none: the kinds whose every varint of up to 9 bytes is a
+// valid value.
+func fastPath(k model.Kind) *fastDecode {
+	x := jen.Id("fast")
+	switch k {
+	case model.Int64, model.Duration:
+		v := rt("Unzigzag").Call(x)
+		if k == model.Duration {
+			v = jen.Qual("time", "Duration").Call(v)
+		}
+		return &fastDecode{rt("UvarintPrefix").Call(src), v}
+	case model.Uint64:
+		return &fastDecode{rt("UvarintPrefix").Call(src), x}
+	case model.Time:
+		return &fastDecode{rt("TimeValuePrefix").Call(src), x}
+	}
+	return nil
+}
+
+// elseOf returns the statement of a one-statement decode as the else branch
+// of an if: an if statement chains (else if), a block is one.
+func elseOf(slow []jen.Code) jen.Code {
+	return slow[0]
 }
 
 // leafDecode assigns the result of call, a runtime leaf decoder, to x.
@@ -242,114 +287,6 @@ func (e *emitter) leafDecode(t *model.Type, x, call, ret jen.Code) []jen.Code {
 		jen.If(jen.List(jen.Id(tmp), src, jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(ret),
 		jen.Add(x).Op("=").Add(e.typ(t)).Call(jen.Id(tmp)),
 	)}
-}
-
-// ---------------------------------------------------------------------------
-// Scans
-
-func (e *emitter) scanFn(t *model.Type) {
-	b := t.Base()
-	name := t.GoString(e.pkg.Path)
-	ret := jen.Return(jen.Lit(0), jen.Nil(), jen.Err())
-	var body []jen.Code
-	usesM := false
-	scan := func(t *model.Type) []jen.Code {
-		out, m := e.scan(t, ret)
-		usesM = usesM || m
-		return out
-	}
-	switch b.Kind {
-	case model.Struct:
-		for _, f := range b.Fields {
-			body = append(body, scan(f.Type)...)
-		}
-	case model.Array:
-		if isRawBytes(b) {
-			body = append(body, e.skip(int(b.Len), ret))
-			break
-		}
-		body = append(body, jen.For(jen.Range().Lit(int(b.Len))).Block(scan(b.Elem)...))
-	case model.Slice, model.Map:
-		min := b.Elem.MinSize()
-		if b.Kind == model.Map {
-			min += b.Key.MinSize()
-		}
-		body = append(body,
-			jen.Var().Id("u").Uint64(),
-			jen.If(jen.List(jen.Id("u"), src, jen.Err()).Op("=").Qual(RuntimePath, "DecodeUvarint").Call(src), jen.Err().Op("!=").Nil()).Block(ret),
-			jen.If(jen.Id("u").Op("==").Lit(0)).Block(jen.Return(jen.Lit(0), src, jen.Nil())),
-			jen.Id("c").Op(":=").Id("u").Op("-").Lit(1),
-		)
-		limit := jen.Uint64().Call(jen.Len(src))
-		if min > 1 {
-			limit = limit.Op("/").Lit(int(min))
-		}
-		body = append(body, jen.If(jen.Id("c").Op(">").Add(limit)).Block(
-			jen.Return(jen.Lit(0), jen.Nil(), rt("CountError").Call(jen.Lit(name), jen.Id("c"), jen.Len(src)))))
-		var loop []jen.Code
-		if b.Kind == model.Map {
-			loop = append(loop, scan(b.Key)...)
-		}
-		loop = append(loop, scan(b.Elem)...)
-		body = append(body, jen.For(jen.Range().Id("c")).Block(loop...))
-	case model.Pointer:
-		body = append(body,
-			jen.If(jen.Len(src).Op("==").Lit(0)).Block(
-				jen.Return(jen.Lit(0), jen.Nil(), rt("ShortError").Call(jen.Lit(name), jen.Lit(1), jen.Lit(0)))),
-			jen.Switch(src.Clone().Index(jen.Lit(0))).Block(
-				jen.Case(jen.Lit(0)).Block(jen.Return(jen.Lit(0), src.Clone().Index(jen.Lit(1), jen.Empty()), jen.Nil())),
-				jen.Case(jen.Lit(1)),
-				jen.Default().Block(
-					jen.Return(jen.Lit(0), jen.Nil(), rt("TagError").Call(jen.Lit(name), src.Clone().Index(jen.Lit(0)))))),
-			jen.Id("src").Op("=").Add(src).Index(jen.Lit(1), jen.Empty()),
-		)
-		body = append(body, scan(b.Elem)...)
-	}
-	if usesM {
-		body = append([]jen.Code{jen.Var().Id("m").Int()}, body...)
-	}
-	body = append(body, jen.Return(jen.Id("n"), src, jen.Nil()))
-	results := []jen.Code{jen.Id("n").Int(), jen.Id("_").Index().Byte(), jen.Err().Error()}
-	e.f.Func().Id(e.fn("Scan", t)).Params(jen.Id("src").Index().Byte()).Params(results...).Block(body...)
-	e.f.Line()
-}
-
-// skip returns the statement that skips n bytes of src.
-func (e *emitter) skip(n int, ret jen.Code) jen.Code {
-	return jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipValue")).Call(src, jen.Lit(n)), jen.Err().Op("!=").Nil()).Block(ret)
-}
-
-// scan returns the statements that skip a value of type t in src, adding
-// its string bytes to the accumulator, and whether they use m.
-func (e *emitter) scan(t *model.Type, ret jen.Code) ([]jen.Code, bool) {
-	acc := "n"
-	if !t.IsLeaf() {
-		return []jen.Code{
-			jen.If(jen.List(jen.Id("m"), src, jen.Err()).Op("=").Id(e.fn("Scan", t)).Call(src), jen.Err().Op("!=").Nil()).Block(ret),
-			jen.Id(acc).Op("+=").Id("m"),
-		}, true
-	}
-	uv := jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipVarint")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)
-	switch k := t.Base().Kind; k {
-	case model.Bool, model.Int8, model.Uint8:
-		return []jen.Code{e.skip(1, ret)}, false
-	case model.Float32:
-		return []jen.Code{e.skip(4, ret)}, false
-	case model.Float64:
-		return []jen.Code{e.skip(8, ret)}, false
-	case model.Time:
-		uv2 := jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipVarint")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)
-		return []jen.Code{uv, uv2}, false
-	case model.String:
-		return []jen.Code{
-			jen.If(jen.List(jen.Id("m"), src, jen.Err()).Op("=").Add(rt("ScanStringValue")).Call(src), jen.Err().Op("!=").Nil()).Block(ret),
-			jen.Id(acc).Op("+=").Id("m"),
-		}, true
-	case model.Bytes:
-		return []jen.Code{jen.If(jen.List(src, jen.Err()).Op("=").Add(rt("SkipBytesValue")).Call(src), jen.Err().Op("!=").Nil()).Block(ret)}, false
-	default:
-		return []jen.Code{uv}, false
-	}
 }
 
 // ---------------------------------------------------------------------------

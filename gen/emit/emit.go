@@ -40,10 +40,15 @@
 // most a small multiple of their input, reject duplicate map keys, and
 // return errors wrapping runtime.ErrCorrupt that name the field at fault.
 //
-// A value that can hold several strings is decoded in two passes: a scan
-// that validates the framing and adds up the string lengths, then the
-// decode, which copies all strings into one strings.Builder grown once, so
-// all of a value's strings share one allocation.
+// A value decodes in one pass over its bytes. Fields of int64, uint64,
+// time.Duration and time.Time decode first by the runtime's call-free fast
+// path (runtime.UvarintPrefix, which inlines, and runtime.TimeValuePrefix),
+// then, for what it does not take (a 10-byte varint, an error), by the
+// runtime's decoder, which reports the errors. Its strings are copies, so
+// that a decoded value never aliases the bytes it came from, which stores
+// reuse; those of a value that can hold several strings are slices of
+// blocks of the input copied once (runtime.StringBlock), so that they
+// usually share one allocation.
 //
 // # Tests
 //
@@ -91,8 +96,8 @@ type emitter struct {
 	codecs map[string]*codec // by type ID
 
 	// Composite types (by ID) that need each kind of function.
-	valueFns, keyFns, scanFns map[string]bool
-	tmp                       int
+	valueFns, keyFns map[string]bool
+	tmp              int
 }
 
 func newEmitter(pkg *model.Package) (*emitter, error) {
@@ -102,7 +107,6 @@ func newEmitter(pkg *model.Package) (*emitter, error) {
 		codecs:   map[string]*codec{},
 		valueFns: map[string]bool{},
 		keyFns:   map[string]bool{},
-		scanFns:  map[string]bool{},
 	}
 	for _, s := range pkg.Structs {
 		for _, st := range s.States {
@@ -200,19 +204,6 @@ func (e *emitter) reachValue(t *model.Type) {
 	for _, c := range children(t) {
 		e.reachValue(c)
 	}
-	if t.Strings() >= 2 {
-		e.reachScan(t)
-	}
-}
-
-func (e *emitter) reachScan(t *model.Type) {
-	if t.IsLeaf() || e.scanFns[t.ID()] {
-		return
-	}
-	e.scanFns[t.ID()] = true
-	for _, c := range children(t) {
-		e.reachScan(c)
-	}
 }
 
 func (e *emitter) reachKey(t *model.Type) {
@@ -298,7 +289,7 @@ var leafName = map[model.Kind]string{
 func (e *emitter) newFile() *jen.File {
 	f := jen.NewFilePathName(e.pkg.Path, e.pkg.Name)
 	f.HeaderComment(Header[3:])
-	paths := map[string]string{RuntimePath: "runtime", "time": "time", "fmt": "fmt", "strings": "strings",
+	paths := map[string]string{RuntimePath: "runtime", "time": "time", "fmt": "fmt",
 		"testing": "testing", "math/rand/v2": "rand", "math": "math", "bytes": "bytes", "cmp": "cmp"}
 	for _, t := range e.types {
 		if t.Kind == model.Named && t.Pkg != e.pkg.Path {
@@ -337,9 +328,6 @@ func File(pkg *model.Package) ([]byte, error) {
 	for _, id := range sortedSet(e.valueFns) {
 		e.appendValueFn(e.types[id])
 		e.decodeValueFn(e.types[id])
-	}
-	for _, id := range sortedSet(e.scanFns) {
-		e.scanFn(e.types[id])
 	}
 	for _, id := range sortedSet(e.keyFns) {
 		e.appendKeyFn(e.types[id])
@@ -668,21 +656,21 @@ func (e *emitter) leafArg(t *model.Type, x jen.Code) jen.Code {
 // rootDecodeInto is the body of DecodeValueInto, of a composite type: the
 // decode of rootDecode, into *v.
 func (e *emitter) rootDecodeInto(t *model.Type) []jen.Code {
+	decls, a := e.stringBlock(t)
+	return append(decls, jen.Return(jen.Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), a)))
+}
+
+// stringBlock returns the declaration of the runtime.StringBlock that the
+// strings of a value of t share, and the argument that passes it: none and
+// nil if t holds at most one string.
+func (e *emitter) stringBlock(t *model.Type) ([]jen.Code, jen.Code) {
 	if t.Strings() < 2 {
-		return []jen.Code{jen.Return(jen.Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), jen.Nil()))}
+		return nil, jen.Nil()
 	}
 	return []jen.Code{
-		jen.List(jen.Id("n"), jen.Id("_"), jen.Err()).Op(":=").Id(e.fn("Scan", t)).Call(jen.Id("src")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(
-			jen.Comment("Decoding finds the same error and names the field at fault."),
-			jen.If(jen.List(jen.Id("_"), jen.Id("err2")).Op(":=").Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), jen.Nil()), jen.Id("err2").Op("!=").Nil()).Block(
-				jen.Id("err").Op("=").Id("err2")),
-			jen.Return(jen.Nil(), jen.Err())),
-		jen.Comment("All strings of the value share one allocation."),
-		jen.Var().Id("a").Qual("strings", "Builder"),
-		jen.Id("a").Dot("Grow").Call(jen.Id("n")),
-		jen.Return(jen.Id(e.fn("DecodeV", t)).Call(jen.Id("v"), jen.Id("src"), jen.Op("&").Id("a"))),
-	}
+		jen.Comment("The strings of the value share the blocks of a."),
+		jen.Var().Id("a").Qual(RuntimePath, "StringBlock"),
+	}, jen.Op("&").Id("a")
 }
 
 // rootDecode is the body of DecodeValue or DecodeKey.
@@ -702,29 +690,17 @@ func (e *emitter) rootDecode(t *model.Type, key bool) []jen.Code {
 		}
 	}
 	zero := jen.Op("*").New(e.typ(t))
-	var out []jen.Code
+	var decls []jen.Code
 	var call jen.Code
 	if key {
 		call = jen.Id(e.fn("DecodeK", t)).Call(jen.Op("&").Id("v"), jen.Id("src"))
-	} else if t.Strings() >= 2 {
-		out = append(out,
-			jen.List(jen.Id("n"), jen.Id("_"), jen.Err()).Op(":=").Id(e.fn("Scan", t)).Call(jen.Id("src")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(
-				jen.Comment("Decoding finds the same error and names the field at fault."),
-				jen.If(jen.List(jen.Id("_"), jen.Id("err2")).Op(":=").Id(e.fn("DecodeV", t)).Call(jen.Op("&").Id("v"), jen.Id("src"), jen.Nil()), jen.Id("err2").Op("!=").Nil()).Block(
-					jen.Id("err").Op("=").Id("err2")),
-				jen.Return(zero, jen.Nil(), jen.Err())),
-			jen.Comment("All strings of the value share one allocation."),
-			jen.Var().Id("a").Qual("strings", "Builder"),
-			jen.Id("a").Dot("Grow").Call(jen.Id("n")),
-		)
-		call = jen.Id(e.fn("DecodeV", t)).Call(jen.Op("&").Id("v"), jen.Id("src"), jen.Op("&").Id("a"))
 	} else {
-		call = jen.Id(e.fn("DecodeV", t)).Call(jen.Op("&").Id("v"), jen.Id("src"), jen.Nil())
+		var a jen.Code
+		decls, a = e.stringBlock(t)
+		call = jen.Id(e.fn("DecodeV", t)).Call(jen.Op("&").Id("v"), jen.Id("src"), a)
 	}
-	out = append(out,
+	return append(decls,
 		jen.If(jen.List(jen.Id("rest"), jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(zero, jen.Nil(), jen.Err())),
 		jen.Return(jen.Id("v"), jen.Id("rest"), jen.Nil()))
-	return out
 }

@@ -68,13 +68,13 @@ func TestGeneratedNamesMustNotConflict(t *testing.T) {
 }
 
 func TestImportsAvoidPackageNames(t *testing.T) {
-	p := pkgWith("S", "Event", "time", "strings")
+	p := pkgWith("S", "Event", "time", "fmt")
 	p.Structs[0].States[0].Key = &model.Type{Kind: model.Time}
 	code, err := File(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`timepkg "time"`, `stringspkg "strings"`, "timepkg.Time"} {
+	for _, want := range []string{`timepkg "time"`, `fmtpkg "fmt"`, "timepkg.Time", "fmtpkg.Errorf"} {
 		if !strings.Contains(string(code), want) {
 			t.Errorf("generated code lacks %q:\n%s", want, code)
 		}

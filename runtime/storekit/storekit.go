@@ -73,6 +73,17 @@ func InsertSpec(specs []runtime.StateSpec, spec runtime.StateSpec) []runtime.Sta
 	return slices.Insert(specs, i, spec)
 }
 
+// Restores counts a store's Restores for runtime.RestoreCounter: a store
+// embeds it, and calls Note at the start of every Restore that may load
+// entries.
+type Restores struct{ n uint64 }
+
+// Note counts a Restore.
+func (r *Restores) Note() { r.n++ }
+
+// Restores implements runtime.RestoreCounter.
+func (r *Restores) Restores() (uint64, bool) { return r.n, true }
+
 // Restore is what CheckRestore found: what to load.
 type Restore struct {
 	// Groups are the view's key groups that the store owns: the ones to

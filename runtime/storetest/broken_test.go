@@ -44,6 +44,7 @@ const (
 	snapshotKeepsExpired
 	registerDropsTTL
 	keepsOperatorLists
+	restoreNotCounted
 )
 
 // flawed is a Model with one flaw.
@@ -84,6 +85,14 @@ func (s *flawed) Register(spec runtime.StateSpec) (runtime.State, error) {
 		return &flawedList{st, s}, nil
 	}
 	panic("unknown state type")
+}
+
+// Restores is the model's count, or a count that never moves.
+func (s *flawed) Restores() (uint64, bool) {
+	if s.flaw == restoreNotCounted {
+		return 0, true
+	}
+	return s.Model.Restores()
 }
 
 // dropPut reports whether this Put is one to drop.
@@ -520,6 +529,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"SnapshotKeepsExpired", snapshotKeepsExpired, []string{"TTL/Rescale1to3", "TTL/Rescale3to2"}},
 		{"RegisterDropsTTL", registerDropsTTL, []string{"TTL/Register", "TTL/Rescale1to3"}},
 		{"KeepsOperatorLists", keepsOperatorLists, []string{"Contract/CloseReleasesOperatorLists"}},
+		{"RestoreNotCounted", restoreNotCounted, []string{"Contract/Restore"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1423,6 +1423,14 @@ func restoreSource(e *env) (runtime.Store, []runtime.StateSpec) {
 	return s, append(specs, empty)
 }
 
+// restoreCount returns s's count of Restores, and whether it keeps one.
+func restoreCount(s runtime.Store) (uint64, bool) {
+	if c, ok := s.(runtime.RestoreCounter); ok {
+		return c.Restores()
+	}
+	return 0, false
+}
+
 func checkRestore(e *env) {
 	src, _ := restoreSource(e)
 	want := dumpStore(src)
@@ -1432,9 +1440,14 @@ func checkRestore(e *env) {
 	must(snap.Release(), "Release")
 	defer releaseView(v)
 
-	// Into a fresh store.
+	// Into a fresh store. A store that counts its Restores
+	// (runtime.RestoreCounter) counts this one: timers trust the count.
 	dst := e.newStore(runtime.StoreConfig{})
+	n0, counted := restoreCount(dst)
 	must(dst.Restore(v), "Restore into a fresh store")
+	if n1, _ := restoreCount(dst); counted && n1 == n0 {
+		fail("the store counts its Restores (runtime.RestoreCounter), but its count stayed %d across a Restore", n0)
+	}
 	expectEq("States() after Restore", src.States(), dst.States())
 	expectEq("content after Restore", want, dumpStore(dst))
 	// The restored states can be registered again and used.

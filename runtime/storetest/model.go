@@ -30,15 +30,19 @@ import (
 // Like any Store, a Model is used by one goroutine; its snapshots are
 // independent copies and may be read from any goroutine.
 type Model struct {
-	cfg     runtime.StoreConfig
-	closed  bool
-	states  map[string]*stateCore
-	handles map[string]runtime.State
+	restores storekit.Restores // counts Restores (runtime.RestoreCounter)
+	cfg      runtime.StoreConfig
+	closed   bool
+	states   map[string]*stateCore
+	handles  map[string]runtime.State
 	// loans are the slices returned by Get since the last call on the store.
 	loans [][]byte
 	// callbacks counts the iteration callbacks running now.
 	callbacks int
 }
+
+// Restores implements runtime.RestoreCounter.
+func (m *Model) Restores() (uint64, bool) { return m.restores.Restores() }
 
 var _ runtime.Store = (*Model)(nil)
 
@@ -186,6 +190,7 @@ func (m *Model) Restore(src runtime.View) error {
 	if m.callbacks > 0 {
 		return fmt.Errorf("%w: storetest: Restore", runtime.ErrWriteDuringIteration)
 	}
+	m.restores.Note()
 	r, err := storekit.CheckRestore(m.target(), src)
 	if err != nil {
 		return err

@@ -16,3 +16,12 @@ type Event struct {
 	Score  float64          `msg:"score"`
 	Counts map[string]int64 `msg:"counts"`
 }
+
+// Bid is generated.Bid for msgp.
+type Bid struct {
+	Auction int64     `msg:"auction"`
+	Bidder  int64     `msg:"bidder"`
+	Price   int64     `msg:"price"`
+	Channel string    `msg:"channel"`
+	At      time.Time `msg:"at"`
+}

@@ -7,6 +7,209 @@ import (
 )
 
 // DecodeMsg implements msgp.Decodable
+func (z *Bid) DecodeMsg(dc *msgp.Reader) (err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, err = dc.ReadMapHeader()
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, err = dc.ReadMapKeyPtr()
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "auction":
+			z.Auction, err = dc.ReadInt64()
+			if err != nil {
+				err = msgp.WrapError(err, "Auction")
+				return
+			}
+		case "bidder":
+			z.Bidder, err = dc.ReadInt64()
+			if err != nil {
+				err = msgp.WrapError(err, "Bidder")
+				return
+			}
+		case "price":
+			z.Price, err = dc.ReadInt64()
+			if err != nil {
+				err = msgp.WrapError(err, "Price")
+				return
+			}
+		case "channel":
+			z.Channel, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "Channel")
+				return
+			}
+		case "at":
+			z.At, err = dc.ReadTime()
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			err = dc.Skip()
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	return
+}
+
+// EncodeMsg implements msgp.Encodable
+func (z *Bid) EncodeMsg(en *msgp.Writer) (err error) {
+	// map header, size 5
+	// write "auction"
+	err = en.Append(0x85, 0xa7, 0x61, 0x75, 0x63, 0x74, 0x69, 0x6f, 0x6e)
+	if err != nil {
+		return
+	}
+	err = en.WriteInt64(z.Auction)
+	if err != nil {
+		err = msgp.WrapError(err, "Auction")
+		return
+	}
+	// write "bidder"
+	err = en.Append(0xa6, 0x62, 0x69, 0x64, 0x64, 0x65, 0x72)
+	if err != nil {
+		return
+	}
+	err = en.WriteInt64(z.Bidder)
+	if err != nil {
+		err = msgp.WrapError(err, "Bidder")
+		return
+	}
+	// write "price"
+	err = en.Append(0xa5, 0x70, 0x72, 0x69, 0x63, 0x65)
+	if err != nil {
+		return
+	}
+	err = en.WriteInt64(z.Price)
+	if err != nil {
+		err = msgp.WrapError(err, "Price")
+		return
+	}
+	// write "channel"
+	err = en.Append(0xa7, 0x63, 0x68, 0x61, 0x6e, 0x6e, 0x65, 0x6c)
+	if err != nil {
+		return
+	}
+	err = en.WriteString(z.Channel)
+	if err != nil {
+		err = msgp.WrapError(err, "Channel")
+		return
+	}
+	// write "at"
+	err = en.Append(0xa2, 0x61, 0x74)
+	if err != nil {
+		return
+	}
+	err = en.WriteTime(z.At)
+	if err != nil {
+		err = msgp.WrapError(err, "At")
+		return
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Bid) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 5
+	// string "auction"
+	o = append(o, 0x85, 0xa7, 0x61, 0x75, 0x63, 0x74, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendInt64(o, z.Auction)
+	// string "bidder"
+	o = append(o, 0xa6, 0x62, 0x69, 0x64, 0x64, 0x65, 0x72)
+	o = msgp.AppendInt64(o, z.Bidder)
+	// string "price"
+	o = append(o, 0xa5, 0x70, 0x72, 0x69, 0x63, 0x65)
+	o = msgp.AppendInt64(o, z.Price)
+	// string "channel"
+	o = append(o, 0xa7, 0x63, 0x68, 0x61, 0x6e, 0x6e, 0x65, 0x6c)
+	o = msgp.AppendString(o, z.Channel)
+	// string "at"
+	o = append(o, 0xa2, 0x61, 0x74)
+	o = msgp.AppendTime(o, z.At)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Bid) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "auction":
+			z.Auction, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Auction")
+				return
+			}
+		case "bidder":
+			z.Bidder, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Bidder")
+				return
+			}
+		case "price":
+			z.Price, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Price")
+				return
+			}
+		case "channel":
+			z.Channel, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Channel")
+				return
+			}
+		case "at":
+			z.At, bts, err = msgp.ReadTimeBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "At")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Bid) Msgsize() (s int) {
+	s = 1 + 8 + msgp.Int64Size + 7 + msgp.Int64Size + 6 + msgp.Int64Size + 8 + msgp.StringPrefixSize + len(z.Channel) + 3 + msgp.TimeSize
+	return
+}
+
+// DecodeMsg implements msgp.Decodable
 func (z *Event) DecodeMsg(dc *msgp.Reader) (err error) {
 	var field []byte
 	_ = field

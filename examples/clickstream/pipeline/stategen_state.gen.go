@@ -5,7 +5,6 @@ package pipeline
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // ClickStateDescriptors are the descriptors of the states of ClickState,
@@ -114,17 +113,8 @@ func (EventCodec) AppendValue(dst []byte, v Event) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Event), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVEvent(&v, src, &a); err != nil {
 		return *new(Event), nil, err
 	}
@@ -136,17 +126,8 @@ func (EventCodec) DecodeValue(src []byte) (v Event, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (EventCodec) DecodeValueInto(v *Event, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanEvent(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVEvent(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVEvent(v, src, &a)
 }
 
@@ -266,8 +247,10 @@ func stategenAppendVEvent(dst []byte, v *Event) []byte {
 	return dst
 }
 
-func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVEvent(v *Event, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Offset, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.Offset", err)
 	}
 	if v.User, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -276,10 +259,14 @@ func stategenDecodeVEvent(v *Event, src []byte, a *strings.Builder) (_ []byte, e
 	if v.Page, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Event.Page", err)
 	}
-	if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Session, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.Session", err)
 	}
-	if v.At, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.At, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.At, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Event.At", err)
 	}
 	return src, nil
@@ -294,20 +281,30 @@ func stategenAppendVUserStats(dst []byte, v *UserStats) []byte {
 	return dst
 }
 
-func stategenDecodeVUserStats(v *UserStats, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVUserStats(v *UserStats, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Events, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Events", err)
 	}
-	if v.Sessions, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Sessions, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Sessions, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Sessions", err)
 	}
-	if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Session, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Session, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Session", err)
 	}
-	if v.First, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.First, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.First, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.First", err)
 	}
-	if v.Last, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Last, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Last, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("UserStats.Last", err)
 	}
 	return src, nil
@@ -320,39 +317,21 @@ func stategenAppendVWindowAgg(dst []byte, v *WindowAgg) []byte {
 	return dst
 }
 
-func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVWindowAgg(v *WindowAgg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Events, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Events, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("WindowAgg.Events", err)
 	}
-	if v.Pages, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Pages, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Pages, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("WindowAgg.Pages", err)
 	}
 	if v.LastPage, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("WindowAgg.LastPage", err)
 	}
 	return src, nil
-}
-
-func stategenScanEvent(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
 }
 
 func stategenAppendKEventTime(dst []byte, v *EventTime) []byte {

@@ -5,7 +5,6 @@ package job
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -211,14 +210,20 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Count, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Count", err)
 	}
-	if v.Sum, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Sum, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Sum, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Sum", err)
 	}
-	if v.Max, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Max, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Max, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Max", err)
 	}
 	return src, nil
@@ -231,14 +236,20 @@ func stategenAppendVProgress(dst []byte, v *Progress) []byte {
 	return dst
 }
 
-func stategenDecodeVProgress(v *Progress, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVProgress(v *Progress, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Offset, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Offset, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Offset", err)
 	}
-	if v.Watermark, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Watermark, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Watermark, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Watermark", err)
 	}
-	if v.Dropped, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Dropped, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Dropped, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Progress.Dropped", err)
 	}
 	return src, nil

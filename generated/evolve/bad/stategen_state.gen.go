@@ -5,7 +5,6 @@ package bad
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -96,8 +95,10 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 	return dst
 }
 
-func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Name, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
 	return src, nil

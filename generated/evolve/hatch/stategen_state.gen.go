@@ -5,7 +5,6 @@ package hatch
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -135,11 +134,15 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 	return dst
 }
 
-func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Name, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Name, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
-	if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Age, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	return src, nil
@@ -151,7 +154,7 @@ func stategenAppendVProfileV1(dst []byte, v *ProfileV1) []byte {
 	return dst
 }
 
-func stategenDecodeVProfileV1(v *ProfileV1, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVProfileV1(v *ProfileV1, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("ProfileV1.Name", err)
 	}

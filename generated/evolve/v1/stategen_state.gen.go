@@ -5,7 +5,6 @@ package v1
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -183,17 +182,8 @@ func (ProfileCodec) AppendValue(dst []byte, v Profile) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (ProfileCodec) DecodeValue(src []byte) (v Profile, rest []byte, err error) {
-	n, _, err := stategenScanProfile(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVProfile(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Profile), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVProfile(&v, src, &a); err != nil {
 		return *new(Profile), nil, err
 	}
@@ -205,17 +195,8 @@ func (ProfileCodec) DecodeValue(src []byte) (v Profile, rest []byte, err error) 
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (ProfileCodec) DecodeValueInto(v *Profile, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanProfile(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVProfile(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVProfile(v, src, &a)
 }
 
@@ -265,17 +246,8 @@ func (VisitCodec) AppendValue(dst []byte, v Visit) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (VisitCodec) DecodeValue(src []byte) (v Visit, rest []byte, err error) {
-	n, _, err := stategenScanVisit(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVVisit(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Visit), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVVisit(&v, src, &a); err != nil {
 		return *new(Visit), nil, err
 	}
@@ -287,17 +259,8 @@ func (VisitCodec) DecodeValue(src []byte) (v Visit, rest []byte, err error) {
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (VisitCodec) DecodeValueInto(v *Visit, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanVisit(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVVisit(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVVisit(v, src, &a)
 }
 
@@ -336,7 +299,7 @@ func stategenAppendVPtrToVisit(dst []byte, v *Visit) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToVisit(v **Visit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToVisit(v **Visit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*Visit", 1, 0)
 	}
@@ -368,7 +331,7 @@ func stategenAppendVSliceOfVisit(dst []byte, v []Visit) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfVisit(v *[]Visit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfVisit(v *[]Visit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -407,7 +370,7 @@ func stategenAppendVSliceOfString(dst []byte, v []string) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfString(v *[]string, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -441,7 +404,7 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Count, src, err = runtime.DecodeInt16Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Count", err)
 	}
@@ -462,7 +425,7 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 	return dst
 }
 
-func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
@@ -494,11 +457,15 @@ func stategenAppendVScore(dst []byte, v *Score) []byte {
 	return dst
 }
 
-func stategenDecodeVScore(v *Score, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVScore(v *Score, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.A, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.A", err)
 	}
-	if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.B, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.B", err)
 	}
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
@@ -515,7 +482,7 @@ func stategenAppendVVisit(dst []byte, v *Visit) []byte {
 	return dst
 }
 
-func stategenDecodeVVisit(v *Visit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVVisit(v *Visit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if v.Page, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Visit.Page", err)
 	}
@@ -543,7 +510,7 @@ func stategenAppendVMapOfStringToVisit(dst []byte, v map[string]Visit) []byte {
 	return dst
 }
 
-func stategenDecodeVMapOfStringToVisit(v *map[string]Visit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToVisit(v *map[string]Visit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -578,145 +545,6 @@ func stategenDecodeVMapOfStringToVisit(v *map[string]Visit, src []byte, a *strin
 	}
 	*v = m
 	return src, nil
-}
-
-func stategenScanPtrToVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*Visit", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*Visit", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanSliceOfVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/11 {
-		return 0, nil, runtime.CountError("[]Visit", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanVisit(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]string", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 1); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanSliceOfVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfStringToVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPtrToVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 4); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipBytesValue(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanSliceOfString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/12 {
-		return 0, nil, runtime.CountError("map[string]Visit", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanVisit(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
 }
 
 func stategenAppendKWindow(dst []byte, v *Window) []byte {

@@ -5,7 +5,6 @@ package v2
 import (
 	"fmt"
 	"github.com/stategen/stategen/runtime"
-	"strings"
 )
 
 // StateDescriptors are the descriptors of the states of State,
@@ -153,17 +152,8 @@ func (stategenCodecPtrToPageVisit) AppendValue(dst []byte, v *PageVisit) []byte 
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (stategenCodecPtrToPageVisit) DecodeValue(src []byte) (v *PageVisit, rest []byte, err error) {
-	n, _, err := stategenScanPtrToPageVisit(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPtrToPageVisit(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(*PageVisit), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVPtrToPageVisit(&v, src, &a); err != nil {
 		return *new(*PageVisit), nil, err
 	}
@@ -175,17 +165,8 @@ func (stategenCodecPtrToPageVisit) DecodeValue(src []byte) (v *PageVisit, rest [
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (stategenCodecPtrToPageVisit) DecodeValueInto(v **PageVisit, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanPtrToPageVisit(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPtrToPageVisit(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVPtrToPageVisit(v, src, &a)
 }
 
@@ -235,17 +216,8 @@ func (PageVisitCodec) AppendValue(dst []byte, v PageVisit) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (PageVisitCodec) DecodeValue(src []byte) (v PageVisit, rest []byte, err error) {
-	n, _, err := stategenScanPageVisit(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPageVisit(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(PageVisit), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVPageVisit(&v, src, &a); err != nil {
 		return *new(PageVisit), nil, err
 	}
@@ -257,17 +229,8 @@ func (PageVisitCodec) DecodeValue(src []byte) (v PageVisit, rest []byte, err err
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (PageVisitCodec) DecodeValueInto(v *PageVisit, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanPageVisit(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVPageVisit(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVPageVisit(v, src, &a)
 }
 
@@ -287,17 +250,8 @@ func (ProfileCodec) AppendValue(dst []byte, v Profile) []byte {
 // DecodeValue decodes a value from the front of src and returns it with
 // the rest of src. Errors wrap runtime.ErrCorrupt.
 func (ProfileCodec) DecodeValue(src []byte) (v Profile, rest []byte, err error) {
-	n, _, err := stategenScanProfile(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVProfile(&v, src, nil); err2 != nil {
-			err = err2
-		}
-		return *new(Profile), nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	if rest, err = stategenDecodeVProfile(&v, src, &a); err != nil {
 		return *new(Profile), nil, err
 	}
@@ -309,17 +263,8 @@ func (ProfileCodec) DecodeValue(src []byte) (v Profile, rest []byte, err error) 
 // (runtime.IntoDecoder). Errors wrap runtime.ErrCorrupt; *v is then
 // unspecified.
 func (ProfileCodec) DecodeValueInto(v *Profile, src []byte) (rest []byte, err error) {
-	n, _, err := stategenScanProfile(src)
-	if err != nil {
-		// Decoding finds the same error and names the field at fault.
-		if _, err2 := stategenDecodeVProfile(v, src, nil); err2 != nil {
-			err = err2
-		}
-		return nil, err
-	}
-	// All strings of the value share one allocation.
-	var a strings.Builder
-	a.Grow(n)
+	// The strings of the value share the blocks of a.
+	var a runtime.StringBlock
 	return stategenDecodeVProfile(v, src, &a)
 }
 
@@ -388,7 +333,7 @@ func stategenAppendVPtrToPageVisit(dst []byte, v *PageVisit) []byte {
 	return dst
 }
 
-func stategenDecodeVPtrToPageVisit(v **PageVisit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPtrToPageVisit(v **PageVisit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if len(src) == 0 {
 		return nil, runtime.ShortError("*PageVisit", 1, 0)
 	}
@@ -420,7 +365,7 @@ func stategenAppendVSliceOfPageVisit(dst []byte, v []PageVisit) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfPageVisit(v *[]PageVisit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfPageVisit(v *[]PageVisit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -459,7 +404,7 @@ func stategenAppendVSliceOfString(dst []byte, v []string) []byte {
 	return dst
 }
 
-func stategenDecodeVSliceOfString(v *[]string, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVSliceOfString(v *[]string, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -494,8 +439,10 @@ func stategenAppendVAgg(dst []byte, v *Agg) []byte {
 	return dst
 }
 
-func stategenDecodeVAgg(v *Agg, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVAgg(v *Agg, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Count, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Count, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Agg.Count", err)
 	}
 	if v.Sum, src, err = runtime.DecodeFloat64Value(src); err != nil {
@@ -515,14 +462,16 @@ func stategenAppendVPageVisit(dst []byte, v *PageVisit) []byte {
 	return dst
 }
 
-func stategenDecodeVPageVisit(v *PageVisit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVPageVisit(v *PageVisit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if src, err = stategenDecodeVSliceOfString(&v.Tags, src, a); err != nil {
 		return nil, runtime.FieldError("PageVisit.Tags", err)
 	}
 	if v.Where, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("PageVisit.Where", err)
 	}
-	if v.N, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.N, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.N, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("PageVisit.N", err)
 	}
 	if v.Extra, src, err = runtime.DecodeBoolValue(src); err != nil {
@@ -543,14 +492,16 @@ func stategenAppendVProfile(dst []byte, v *Profile) []byte {
 	return dst
 }
 
-func stategenDecodeVProfile(v *Profile, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVProfile(v *Profile, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	if src, err = stategenDecodeVMapOfStringToInt64(&v.Added, src, a); err != nil {
 		return nil, runtime.FieldError("Profile.Added", err)
 	}
 	if v.Name, src, err = runtime.DecodeBytesValue(src); err != nil {
 		return nil, runtime.FieldError("Profile.Name", err)
 	}
-	if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.Age, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.Age, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Profile.Age", err)
 	}
 	if src, err = stategenDecodeVSliceOfPageVisit(&v.Visits, src, a); err != nil {
@@ -579,17 +530,23 @@ func stategenAppendVScore(dst []byte, v *Score) []byte {
 	return dst
 }
 
-func stategenDecodeVScore(v *Score, src []byte, a *strings.Builder) (_ []byte, err error) {
-	if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
+func stategenDecodeVScore(v *Score, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.A, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.A, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.A", err)
 	}
-	if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.B, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.B, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.B", err)
 	}
 	if v.Name, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 		return nil, runtime.FieldError("Score.Name", err)
 	}
-	if v.C, src, err = runtime.DecodeInt64Value(src); err != nil {
+	if fast, size := runtime.UvarintPrefix(src); size > 0 {
+		v.C, src = runtime.Unzigzag(fast), src[size:]
+	} else if v.C, src, err = runtime.DecodeInt64Value(src); err != nil {
 		return nil, runtime.FieldError("Score.C", err)
 	}
 	return src, nil
@@ -607,7 +564,7 @@ func stategenAppendVMapOfStringToPtrToPageVisit(dst []byte, v map[string]*PageVi
 	return dst
 }
 
-func stategenDecodeVMapOfStringToPtrToPageVisit(v *map[string]*PageVisit, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToPtrToPageVisit(v *map[string]*PageVisit, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -656,7 +613,7 @@ func stategenAppendVMapOfStringToInt64(dst []byte, v map[string]int64) []byte {
 	return dst
 }
 
-func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strings.Builder) (_ []byte, err error) {
+func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *runtime.StringBlock) (_ []byte, err error) {
 	var u uint64
 	if u, src, err = runtime.DecodeUvarint(src); err != nil {
 		return nil, err
@@ -681,7 +638,9 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 		if k, src, err = runtime.DecodeStringValueIn(src, a); err != nil {
 			return nil, err
 		}
-		if x, src, err = runtime.DecodeInt64Value(src); err != nil {
+		if fast, size := runtime.UvarintPrefix(src); size > 0 {
+			x, src = runtime.Unzigzag(fast), src[size:]
+		} else if x, src, err = runtime.DecodeInt64Value(src); err != nil {
 			return nil, err
 		}
 		m[k] = x
@@ -691,174 +650,6 @@ func stategenDecodeVMapOfStringToInt64(v *map[string]int64, src []byte, a *strin
 	}
 	*v = m
 	return src, nil
-}
-
-func stategenScanPtrToPageVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if len(src) == 0 {
-		return 0, nil, runtime.ShortError("*PageVisit", 1, 0)
-	}
-	switch src[0] {
-	case 0:
-		return 0, src[1:], nil
-	case 1:
-	default:
-		return 0, nil, runtime.TagError("*PageVisit", src[0])
-	}
-	src = src[1:]
-	if m, src, err = stategenScanPageVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanSliceOfPageVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/4 {
-		return 0, nil, runtime.CountError("[]PageVisit", c, len(src))
-	}
-	for range c {
-		if m, src, err = stategenScanPageVisit(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanSliceOfString(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src)) {
-		return 0, nil, runtime.CountError("[]string", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanPageVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = stategenScanSliceOfString(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipValue(src, 1); err != nil {
-		return 0, nil, err
-	}
-	return n, src, nil
-}
-
-func stategenScanProfile(src []byte) (n int, _ []byte, err error) {
-	var m int
-	if m, src, err = stategenScanMapOfStringToInt64(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipBytesValue(src); err != nil {
-		return 0, nil, err
-	}
-	if src, err = runtime.SkipVarint(src); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = stategenScanSliceOfPageVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanMapOfStringToPtrToPageVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if m, src, err = stategenScanPageVisit(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	if src, err = runtime.SkipValue(src, 8); err != nil {
-		return 0, nil, err
-	}
-	if m, src, err = runtime.ScanStringValue(src); err != nil {
-		return 0, nil, err
-	}
-	n += m
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToPtrToPageVisit(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string]*PageVisit", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if m, src, err = stategenScanPtrToPageVisit(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-	}
-	return n, src, nil
-}
-
-func stategenScanMapOfStringToInt64(src []byte) (n int, _ []byte, err error) {
-	var m int
-	var u uint64
-	if u, src, err = runtime.DecodeUvarint(src); err != nil {
-		return 0, nil, err
-	}
-	if u == 0 {
-		return 0, src, nil
-	}
-	c := u - 1
-	if c > uint64(len(src))/2 {
-		return 0, nil, runtime.CountError("map[string]int64", c, len(src))
-	}
-	for range c {
-		if m, src, err = runtime.ScanStringValue(src); err != nil {
-			return 0, nil, err
-		}
-		n += m
-		if src, err = runtime.SkipVarint(src); err != nil {
-			return 0, nil, err
-		}
-	}
-	return n, src, nil
 }
 
 func stategenAppendKSpan(dst []byte, v *Span) []byte {
