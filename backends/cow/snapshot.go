@@ -108,7 +108,8 @@ func (tv *tableView) pageSet() *pageSet {
 	if ps := tv.pages.Load(); ps != nil {
 		return ps
 	}
-	// (A view freed meanwhile gets a page set nobody reads: harmless.)
+	// (A view freed meanwhile gets a page set nobody reads, which the
+	// table drops before it recycles the view: see dropFreed.)
 	n := len(tv.main.dir) + len(tv.main.odir)
 	// Each record is saved at most once: that bounds the chunks needed.
 	undo := len(tv.main.dir)*min(1<<tv.main.logcap, pageSlots)*(undoRecHeader+int(tv.main.w)) +

@@ -94,8 +94,15 @@ func (t *table) dropFreed() {
 		case !v.lease.Freed():
 			keep = append(keep, v)
 		case t.spare == nil && v.done.Load():
-			// Kept without what it saw, which the table may free.
+			// Kept without what it saw, which the table may free, and
+			// without a page set: freeViews dropped the snapshot's, but a
+			// write that found the snapshot live just before its Release
+			// may have made one since (guard), with undo records of the
+			// old snapshot that the next one must not read. Only this
+			// goroutine writes, and a freed snapshot has no reader, so
+			// none is made after this.
 			v.slabs, v.main, v.lease = nil, htab{}, nil
+			v.pages.Store(nil)
 			t.spare = v
 		}
 	}

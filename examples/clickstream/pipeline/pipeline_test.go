@@ -69,7 +69,8 @@ func TestRunWithLocalRecovery(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !rep.Verified() {
-				t.Fatalf("final state differs from the reference: %d differences: %v", rep.DifferenceCount, rep.Differences)
+				t.Fatalf("final state differs from the reference: %d differences: %v; final checkpoint: %d differences: %v",
+					rep.DifferenceCount, rep.Differences, rep.FinalDifferenceCount, rep.FinalDifferences)
 			}
 			switch {
 			case rep.LocalFiles == 0:
