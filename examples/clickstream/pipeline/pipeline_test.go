@@ -36,7 +36,8 @@ func TestRunRestoresExactlyOnceOnEveryBackend(t *testing.T) {
 				rep.Print(&out)
 				t.Log("\n" + out.String())
 				if !rep.Verified() {
-					t.Fatalf("final state differs from the reference: %d differences: %v", rep.DifferenceCount, rep.Differences)
+					t.Fatalf("final state differs from the reference: %d differences: %v; final checkpoint: %d differences: %v",
+						rep.DifferenceCount, rep.Differences, rep.FinalDifferenceCount, rep.FinalDifferences)
 				}
 				if rep.Keys == 0 || rep.Before.Counts.Completed == 0 || rep.Restored == "" {
 					t.Fatalf("vacuous run: %d keys, %d checkpoints before the crash, restored %q", rep.Keys, rep.Before.Counts.Completed, rep.Restored)
