@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -615,5 +617,65 @@ func TestChainKeepsKeyOrder(t *testing.T) {
 	}
 	if news == 0 {
 		t.Fatal("no replaced value read back")
+	}
+}
+
+// meeting is a Storage on which the Deletes of two checkpoints meet: each
+// removes its metadata only once both have read which files are
+// referenced, as two Deletes of the coordinator's housekeeping may.
+type meeting struct {
+	checkpoint.Storage
+	t       *testing.T
+	ckpts   [2]string
+	arrived sync.WaitGroup
+}
+
+func (m *meeting) Remove(ctx context.Context, ckpt, name string) error {
+	if name == checkpoint.MetadataName && (ckpt == m.ckpts[0] || ckpt == m.ckpts[1]) {
+		m.arrived.Done()
+		met := make(chan struct{})
+		go func() { m.arrived.Wait(); close(met) }()
+		select {
+		case <-met:
+		case <-time.After(10 * time.Second):
+			m.t.Errorf("the Delete of %s waited 10s for the other's", ckpt)
+		}
+	}
+	return m.Storage.Remove(ctx, ckpt, name)
+}
+
+// TestConcurrentDeletesLeaveNoFiles: two Deletes that run at once, each
+// having read the references while the other checkpoint was still
+// committed, leave nothing behind — not the files each kept for the
+// other, nor those of an earlier deleted checkpoint that only they
+// referenced. (Each kept them for good before: the driver's incremental
+// test found them as debris under load.)
+func TestConcurrentDeletesLeaveNoFiles(t *testing.T) {
+	s := incChain(t, 3) // 2 references 1; 3 references 1 and 2
+	c1, c2, c3 := checkpoint.CheckpointName(1), checkpoint.CheckpointName(2), checkpoint.CheckpointName(3)
+	if err := checkpoint.Delete(ctx, s, c1); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := s.Objects(ctx, c1); len(left) == 0 {
+		t.Fatal("the first Delete removed files that later checkpoints reference")
+	}
+	m := &meeting{Storage: s, t: t, ckpts: [2]string{c2, c3}}
+	m.arrived.Add(2)
+	var wg sync.WaitGroup
+	for _, c := range []string{c2, c3} {
+		wg.Go(func() {
+			if err := checkpoint.Delete(ctx, m, c); err != nil {
+				t.Errorf("Delete %s: %v", c, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range []string{c1, c2, c3} {
+		if left, err := s.Objects(ctx, c); err != nil || len(left) != 0 {
+			t.Errorf("%s still holds %v (%v) after every checkpoint that referenced it was deleted", c, left, err)
+		}
+	}
+	if removed, err := checkpoint.Cleanup(ctx, s, nil); err != nil || len(removed) != 0 {
+		t.Errorf("Cleanup = %q, %v: the concurrent Deletes left debris", removed, err)
 	}
 }

@@ -188,10 +188,13 @@ func isCommitted(ctx context.Context, s Storage, ckpt string) (bool, error) {
 // referenced is read from the metadata of every committed checkpoint, so
 // it holds after any restart; if one cannot be read (an I/O error; a
 // corrupt one references nothing), Delete fails before it removes
-// anything. A checkpoint being written that references ckpt's
-// files is not committed and so not seen: do not delete a checkpoint while
-// a chain that may reference it is being written (the coordinator deletes
-// only checkpoints that a completed one subsumes).
+// anything. Deletes may run at once: each reads the references again
+// once ckpt is un-committed, so that the last of them removes the files
+// only the deleted checkpoints referenced. A checkpoint being written
+// that references ckpt's files is not committed and so not seen: do not
+// delete a checkpoint while a chain that may reference it is being
+// written (the coordinator deletes only checkpoints that a completed one
+// subsumes).
 func Delete(ctx context.Context, s Storage, ckpt string) error {
 	if err := ValidateName(ckpt); err != nil {
 		return err
@@ -205,11 +208,22 @@ func Delete(ctx context.Context, s Storage, ckpt string) error {
 			}
 		}
 	}
-	refs, err := references(ctx, s, ckpt)
-	if err != nil {
+	// Read every reference first, so that a Delete that cannot tell what
+	// is referenced fails before it removes anything.
+	if _, err := references(ctx, s, ckpt); err != nil {
 		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
 	}
 	if err := s.Remove(ctx, ckpt, MetadataName); err != nil {
+		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
+	}
+	// And again once ckpt is un-committed: two Deletes that run at once
+	// (the coordinator's housekeeping) would otherwise each keep the
+	// files the other references, read while both were committed, and
+	// leave them behind for good. Read after its own metadata is gone, the
+	// later of the two sees neither checkpoint and removes what only they
+	// referenced.
+	refs, err := references(ctx, s, ckpt)
+	if err != nil {
 		return fmt.Errorf("checkpoint: delete %s: %w", ckpt, err)
 	}
 	if _, err := sweep(ctx, s, ckpt, refs[ckpt]); err != nil {
