@@ -383,12 +383,22 @@ func (c *Coordinator) rearm() {
 	if !ok {
 		return
 	}
-	c.timer = c.clock.AfterFunc(max(at.Sub(c.clock.Now()), 0), func() {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	})
+	c.timer = c.clock.AfterFunc(max(at.Sub(c.clock.Now()), 0), c.wakeUp)
+	// A timer counts its duration from when AfterFunc runs, which may be
+	// after the Now it was computed from: if the deadline passed in
+	// between, the timer fires late by as much (with a test clock that
+	// jumps, by the jump). Wake the loop now instead.
+	if !c.clock.Now().Before(at) {
+		c.wakeUp()
+	}
+}
+
+// wakeUp makes the loop tick the Core, unless a tick is pending already.
+func (c *Coordinator) wakeUp() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 }
 
 // spawn runs storage I/O on its own goroutine; its result comes back to the

@@ -26,6 +26,10 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	// beforeArm, if set, runs at the start of AfterFunc(d), before the
+	// timer is registered: a test moves the clock there to play the
+	// moment between a caller's Now and its AfterFunc.
+	beforeArm func(d time.Duration)
 }
 
 type fakeTimer struct {
@@ -46,6 +50,11 @@ func (c *fakeClock) Now() time.Time {
 // after the clock passed its time must not wait for the next Advance.
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
+	if hook := c.beforeArm; hook != nil {
+		c.mu.Unlock()
+		hook(d)
+		c.mu.Lock()
+	}
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
 	if d <= 0 {

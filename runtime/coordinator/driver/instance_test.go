@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,5 +344,38 @@ func TestJoinValidatesOptions(t *testing.T) {
 	}
 	if _, err := c.Join(InstanceOptions{Operator: "op", Store: store}); !errors.Is(err, ErrDuplicateInstance) {
 		t.Errorf("second Join of op/0: %v, want ErrDuplicateInstance", err)
+	}
+}
+
+// TestDeadlinePassedWhileArming: the clock passes a checkpoint's deadline
+// between the Now the coordinator computes the deadline's timer from and
+// the timer's AfterFunc, which then counts from the later time and fires
+// late (by the whole jump on a test clock). The coordinator still expires
+// the checkpoint at once, not when the late timer fires: with a fake
+// clock, it never would (tests waited 20s for a notification, under load
+// in CI).
+func TestDeadlinePassedWhileArming(t *testing.T) {
+	s := checkpoint.NewMem()
+	clock := &fakeClock{now: t0}
+	const timeout = 5 * time.Second
+	var once sync.Once
+	clock.mu.Lock()
+	clock.beforeArm = func(d time.Duration) {
+		if d == timeout { // the deadline of checkpoint 1, armed after its trigger
+			once.Do(func() { clock.Advance(timeout) })
+		}
+	}
+	clock.mu.Unlock()
+	c := startPlain(t, s, clock, coordinator.Config{Interval: 10 * time.Second, Timeout: timeout, TolerableFailures: 9})
+	o := newOperator(t, c, 0, 1, InstanceOptions{})
+	clock.Advance(10 * time.Second)
+	o.nextTrigger()
+	select {
+	case n := <-o.inst.Notifications():
+		if n.ID != 1 || !errors.Is(n.Err, coordinator.ErrExpired) {
+			t.Fatalf("notification %+v, want checkpoint 1 expired", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("checkpoint 1 did not expire: its deadline passed while its timer was armed")
 	}
 }
