@@ -102,7 +102,8 @@ func (l *LocalCopy) Storage(remote Storage) Storage { return &localStorage{l: l,
 // written in checkpoint ckpt, reads — its own file and every file of its
 // chain — and removes every other, but for those of checkpoints created
 // through l after ckpt (still being written). Call it when ckpt completes;
-// a Retain of a checkpoint older than one retained already does nothing.
+// a Retain of a checkpoint older than one retained already, or of one not
+// written through l, does nothing.
 func (l *LocalCopy) Retain(ctx context.Context, ckpt string, is InstanceSnapshot) error {
 	keep := map[string]map[string]bool{ckpt: {is.File.Name: true}}
 	for _, ref := range is.Base {
@@ -114,11 +115,13 @@ func (l *LocalCopy) Retain(ctx context.Context, ckpt string, is InstanceSnapshot
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	seq, ok := l.created[ckpt]
-	if !ok {
-		seq = l.seq
-	}
-	if seq < l.retained {
-		return nil // a later checkpoint was retained already
+	if !ok || seq < l.retained {
+		// A later checkpoint was retained already — and, if it did not
+		// need ckpt's files, dropped ckpt's record: a Retain that comes
+		// late (on a goroutine of its own, as the driver's does) must not
+		// take ckpt for the newest and trim what came after it. A
+		// checkpoint never written through l has nothing here to keep.
+		return nil
 	}
 	l.retained = seq
 	all, err := l.local.List(ctx)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -262,5 +263,49 @@ func TestLocalCopyFullDisk(t *testing.T) {
 	restoreThrough(t, l.Storage(remote), 1, want)
 	if st := l.Stats(); st.Misses != 1 || st.Hits != 0 {
 		t.Errorf("stats %+v, want the file read remotely", st)
+	}
+}
+
+// TestLocalCopyLateRetain: the Retain of a checkpoint that comes after the
+// Retain of a later one does nothing — also when that later one, written
+// in full, dropped the earlier one's files and their record. (A late
+// Retain took such a checkpoint for the newest and trimmed the later
+// one's files: the driver's local-recovery test found them missing under
+// load.)
+func TestLocalCopyLateRetain(t *testing.T) {
+	l, err := checkpoint.NewLocalCopy(checkpoint.NewMem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Storage(checkpoint.NewMem())
+	rng := rand.New(rand.NewPCG(5, 6))
+	tr, states := trackedModel(t, 4)
+	var iss []checkpoint.InstanceSnapshot
+	for i := 1; i <= 2; i++ {
+		incOps(t, rng, states, 50)
+		iss = append(iss, checkpointtest.Checkpoint(t, s, tr, uint64(i)))
+	}
+	c1, c2 := checkpoint.CheckpointName(1), checkpoint.CheckpointName(2)
+	if len(iss[1].Base) != 1 {
+		t.Fatalf("checkpoint 2 references %d files, want checkpoint 1's", len(iss[1].Base))
+	}
+	// Checkpoint 2 as if written in full: its Retain drops checkpoint 1.
+	full := iss[1]
+	full.Base = nil
+	if err := l.Retain(ctx, c2, full); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Retain(ctx, c1, iss[0]); err != nil {
+		t.Fatal(err)
+	}
+	all, err := l.Local().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(all, []string{c2}) {
+		t.Fatalf("after a late Retain of %s the local copy holds %v, want only %s", c1, all, c2)
+	}
+	if objs, err := l.Local().Objects(ctx, c2); err != nil || len(objs) == 0 {
+		t.Fatalf("the late Retain of %s trimmed %s: %v, %v", c1, c2, objs, err)
 	}
 }
