@@ -41,6 +41,17 @@ func committed(t *testing.T, s checkpoint.Storage) []string {
 	return names
 }
 
+// stored returns the checkpoints s holds anything of, committed or not,
+// but the coordinator's reserved name.
+func stored(t *testing.T, s checkpoint.Storage) []string {
+	t.Helper()
+	names, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return n == checkpoint.CoordinatorName })
+}
+
 // noDebris fails if s holds anything that no committed checkpoint's
 // metadata names: checkpoint.Cleanup would remove it.
 func noDebris(t *testing.T, s checkpoint.Storage) {

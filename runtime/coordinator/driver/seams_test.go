@@ -163,6 +163,9 @@ func TestCompletedIndexDecidesWhatIsCompleted(t *testing.T) {
 		// the notification: wait for it as for the deletions.
 		waitUntil(t, fmt.Sprintf("index lists %v", wantIndex), func() bool { return slices.Equal(idx.listed(), wantIndex) })
 		waitUntil(t, fmt.Sprintf("committed %v", wantCommitted), func() bool { return slices.Equal(committed(t, s), wantCommitted) })
+		// A Delete un-commits its checkpoint first and removes the files
+		// after: wait for those too, or they look like debris.
+		waitUntil(t, fmt.Sprintf("stored %v", wantCommitted), func() bool { return slices.Equal(stored(t, s), wantCommitted) })
 	}
 	step(1, true)
 	check([]coordinator.CheckpointID{1}, names(1))
