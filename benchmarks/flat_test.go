@@ -123,25 +123,21 @@ func flatTargets[K flatKey](b *testing.B, keys []K, st func(*flat.State) runtime
 // keys.
 func benchFlat(b *testing.B, op func(b *testing.B, t flatTarget[int64], keys []int64, i int), sop func(b *testing.B, t flatTarget[string], keys []string, i int)) {
 	w := load(b)
+	benchFlatKeys(b, w, "int64", func(s *flat.State) runtime.Value[int64, flat.Value] { return s.ByInt }, op)
+	benchFlatKeys(b, w, "string", func(s *flat.State) runtime.Value[string, flat.Value] { return s.ByString }, sop)
+}
+
+// benchFlatKeys runs op over every flat target with keys K, as
+// key=<name>/backend=<target>/keys=<n>; state picks the generated handle
+// of keys K.
+func benchFlatKeys[K flatKey](b *testing.B, w *workload, name string, state func(*flat.State) runtime.Value[K, flat.Value], op func(b *testing.B, t flatTarget[K], keys []K, i int)) {
 	n := w.keys
-	size := "/keys=" + sizeName(n)
-	b.Run("key=int64", func(b *testing.B) {
-		keys := flatKeys[int64](w, n)
-		for _, t := range flatTargets(b, keys, func(s *flat.State) runtime.Value[int64, flat.Value] { return s.ByInt }) {
-			b.Run("backend="+t.name+size, func(b *testing.B) {
+	b.Run("key="+name, func(b *testing.B) {
+		keys := flatKeys[K](w, n)
+		for _, t := range flatTargets(b, keys, state) {
+			b.Run("backend="+t.name+"/keys="+sizeName(n), func(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					op(b, t.t, keys, i)
-				}
-			})
-			t.done()
-		}
-	})
-	b.Run("key=string", func(b *testing.B) {
-		keys := flatKeys[string](w, n)
-		for _, t := range flatTargets(b, keys, func(s *flat.State) runtime.Value[string, flat.Value] { return s.ByString }) {
-			b.Run("backend="+t.name+size, func(b *testing.B) {
-				for i := 0; b.Loop(); i++ {
-					sop(b, t.t, keys, i)
 				}
 			})
 			t.done()
