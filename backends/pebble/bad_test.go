@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -430,6 +431,193 @@ func TestFullDiskDuringWrites(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close after the disk recovered: %v", err)
+	}
+}
+
+// heldDisk is a file system on which the disk fills up in the middle of
+// a write: while held is on, writes wait until hold is closed and then
+// fail with ENOSPC, as they do while full is on.
+type heldDisk struct {
+	*errorfs.FS
+	held    atomic.Bool
+	hold    chan struct{}
+	waiting atomic.Int32 // writes waiting on hold
+	full    atomic.Bool
+}
+
+func newHeldDisk() *heldDisk {
+	d := &heldDisk{hold: make(chan struct{})}
+	d.FS = errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFilePreallocate,
+			errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpLink, errorfs.OpRename:
+		default:
+			return nil
+		}
+		if d.held.Load() {
+			d.waiting.Add(1)
+			<-d.hold
+			return syscall.ENOSPC
+		}
+		if d.full.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	}))
+	return d
+}
+
+// A flush that is under way when the disk fills up fails only after the
+// memtables have filled: the writes that then wait for it must end with
+// the directory's error when it fails, not wait for as long as the disk
+// is full (Pebble's own write stall, which only a successful flush ends).
+func TestDiskFillsUpDuringAFlush(t *testing.T) {
+	disk := newHeldDisk()
+	s := mustNew(t, pebble.Options{FS: disk, Dir: "d", MemTableSize: 1 << 20})
+	vs := valueState(t, s)
+	n, err := fill(vs, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk.full.Store(true)
+	disk.held.Store(true)
+	var written atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		for {
+			m, err := fill(vs, n+int(written.Load()), 64)
+			written.Add(int64(m))
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	// Wait for a flush to hang on the disk and for the writes to stop
+	// behind it: the memtables are full.
+	deadline := time.Now().Add(30 * time.Second)
+	for last, since := int64(-1), time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if w := written.Load(); w != last {
+			last, since = w, time.Now()
+		}
+		if disk.waiting.Load() > 0 && time.Since(since) > 200*time.Millisecond {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("a write failed before the flush did: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s, %d writes waiting on the disk and %d entries written since", disk.waiting.Load(), written.Load())
+		}
+	}
+	// The flush fails: the waiting write fails with it.
+	disk.held.Store(false)
+	close(disk.hold)
+	select {
+	case err := <-done:
+		wantErr(t, "a write waiting for a flush that failed", err, []error{pebble.ErrFailed, syscall.ENOSPC}, `"d"`)
+	case <-time.After(30 * time.Second):
+		disk.full.Store(false) // let the stalled write go on
+		t.Fatal("a write waited 30s for a flush that failed")
+	}
+	n += int(written.Load())
+	checkFilled(t, vs, n)
+	// Space comes back: writes resume and every acknowledged one is read.
+	disk.full.Store(false)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		m, err := fill(vs, n, 1)
+		n += m
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still fail 30s after the disk has room again: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkFilled(t, vs, n)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after the disk recovered: %v", err)
+	}
+}
+
+// The store waits for flushes itself (handle.room), so that Pebble never
+// stalls a commit, on a disk that flushes slower than the store writes:
+// with and without a write-ahead log, for single writes, batches, Clear's
+// range deletions and Restore's batches.
+func TestStoreWaitsInsteadOfPebble(t *testing.T) {
+	for _, sync := range []pebble.SyncPolicy{pebble.SyncNone, pebble.SyncWAL} {
+		t.Run(fmt.Sprint("sync=", sync), func(t *testing.T) {
+			slow := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".sst") {
+					time.Sleep(2 * time.Millisecond)
+				}
+				return nil
+			}))
+			s := mustNew(t, pebble.Options{FS: slow, Dir: "d", MemTableSize: 1 << 20, Sync: sync})
+			vs := valueState(t, s)
+			const n = 12000
+			if _, err := fill(vs, 0, n); err != nil {
+				t.Fatal(err)
+			}
+			checkFilled(t, vs, n)
+			snap, err := s.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if err := vs.Clear(key(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Restore(snap); err != nil {
+				t.Fatal(err)
+			}
+			if err := snap.Release(); err != nil {
+				t.Fatal(err)
+			}
+			checkFilled(t, vs, n)
+			waits, stalls := s.Stalls()
+			if stalls != 0 {
+				t.Errorf("Pebble stalled %d commits (the store waited %d times)", stalls, waits)
+			}
+			if waits == 0 {
+				t.Errorf("the store never waited for a flush: the test does not fill the memtables faster than the disk flushes them")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A fatal error of Pebble's on one of its background goroutines — a
+// MANIFEST write that fails after a flush wrote its table — fails the
+// store (its writes are refused, its Close reports it) rather than the
+// process.
+func TestManifestWriteFails(t *testing.T) {
+	var failing atomic.Bool
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if failing.Load() && strings.Contains(op.Path, "MANIFEST") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return syscall.EIO
+		}
+		return nil
+	}))
+	s := mustNew(t, pebble.Options{FS: fs, Dir: "d", MemTableSize: 1 << 20})
+	vs := valueState(t, s)
+	failing.Store(true)
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for n := 0; err == nil && time.Now().Before(deadline); n += 256 {
+		_, err = fill(vs, n, 256)
+	}
+	wantErr(t, "Put after a failed MANIFEST write", err, []error{pebble.ErrFailed, syscall.EIO}, `"d"`, "MANIFEST")
+	failing.Store(false)
+	if err := s.Close(); !errors.Is(err, pebble.ErrFailed) {
+		t.Fatalf("Close after a failed MANIFEST write: %v, want ErrFailed", err)
 	}
 }
 

@@ -56,8 +56,9 @@ const (
 // apply makes the write op of key and value: into the pending batch if
 // the store batches its writes, and otherwise as a commit of its own.
 func (s *Store) apply(op opKind, key, value []byte) error {
+	n := int64(memEntryOverhead + len(key) + len(value))
 	if s.batch == nil {
-		return s.write(func() error { return dbOp(s.db, op, key, value, s.wo) })
+		return s.write(n, func() error { return dbOp(s.db, op, key, value, s.wo) })
 	}
 	if s.failed != nil {
 		return s.failed
@@ -66,7 +67,6 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 		return err
 	}
 	s.readRun = 0
-	n := int64(memEntryOverhead + len(key) + len(value))
 	if s.pending+n > s.batchLimit || (op == opDelRange && s.rangeDels >= maxBatchRangeDels) {
 		if err := s.commit(); err != nil {
 			return err
@@ -75,7 +75,7 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 			// An entry larger than a whole batch is committed on its
 			// own (the pending batch is empty now, so order is kept):
 			// batches stay below the large-batch threshold.
-			return s.h.guard(func() error { return dbOp(s.db, op, key, value, s.wo) })
+			return s.write(n, func() error { return dbOp(s.db, op, key, value, s.wo) })
 		}
 	}
 	var err error
@@ -130,7 +130,12 @@ func (s *Store) readBatch() (*pebbledb.Batch, error) {
 	}
 	if s.countRead() {
 		if err := s.commit(); err != nil {
-			return nil, err
+			if s.failed != nil {
+				return nil, err
+			}
+			// The directory refuses writes now: read through the
+			// batch, which still holds them.
+			return b, nil
 		}
 		return nil, nil
 	}
@@ -164,8 +169,9 @@ func (s *Store) countRead() bool {
 }
 
 // commit commits the pending batch, if it holds writes, and empties it.
-// The caller has checked that the directory takes writes. A failed
-// commit fails the store (see fail).
+// While the directory refuses writes (see handle.room) it returns the
+// refusal and leaves the batch pending; a commit that fails fails the
+// store (see fail).
 func (s *Store) commit() error {
 	if s.failed != nil {
 		return s.failed
@@ -174,6 +180,12 @@ func (s *Store) commit() error {
 	b := s.batch
 	if b == nil || b.Empty() {
 		return nil
+	}
+	if err := s.h.writable(); err != nil {
+		return err
+	}
+	if err := s.h.guard(func() error { return s.h.room(s.pending) }); err != nil {
+		return err
 	}
 	if err := s.h.run(func() error { return commitBatch(b, s.wo) }); err != nil {
 		return s.fail(b.Count(), fmt.Errorf("commit the pending batch: %w", err))
@@ -239,11 +251,12 @@ func (s *Store) closeBatch() error {
 		}
 		return s.failed
 	case !s.h.removeDir && !b.Empty():
-		if werr := s.h.writable(); werr != nil {
-			err = s.fail(b.Count(), fmt.Errorf("close: %w", werr))
-			return err
+		if werr := s.commit(); werr != nil {
+			if s.failed == nil {
+				werr = s.fail(b.Count(), fmt.Errorf("close: %w", werr))
+			}
+			return werr
 		}
-		err = s.commit()
 	}
 	if s.failed == nil {
 		_ = b.Close()
@@ -372,10 +385,14 @@ func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found boo
 		return found3(s.db.Get(key))
 	}
 	if s.countRead() {
-		if err := s.commit(); err != nil {
+		err := s.commit()
+		if err == nil {
+			return found3(s.db.Get(key))
+		}
+		if s.failed != nil {
 			return nil, nil, false, err
 		}
-		return found3(s.db.Get(key))
+		// The directory refuses writes now: read through the batch.
 	}
 	switch v, ps := s.pidx.lookup(b.Repr(), key); ps {
 	case pendingSet:

@@ -212,8 +212,8 @@
 //	| FS, InMemory     | the OS file system     | vfs.NewMem() (InMemory) for tests              |
 //	| BlockCacheSize   | 64 MiB                 | the memory budget: blocks and memtables        |
 //	|                  |                        | (or share one cache: Cache)                    |
-//	| MemTableSize     | BlockCacheSize/8       | at most 2 memtables, charged to the cache;     |
-//	|                  | (8 MiB), 1 to 64 MiB   | 2×MemTableSize ≥ BlockCacheSize is refused     |
+//	| MemTableSize     | BlockCacheSize/8       | at most 3 memtables, charged to the cache;     |
+//	|                  | (8 MiB), 1 to 64 MiB   | 3×MemTableSize ≥ BlockCacheSize is refused     |
 //	| Sync             | SyncNone               | no write-ahead log (see below)                 |
 //	| BatchSize        | MemTableSize/4 (2 MiB) | the pending batch under SyncNone, in bytes of  |
 //	|                  | (also the most)        | memtable (see "Write batching")                |
@@ -311,8 +311,14 @@
 // Pebble writes to disk in the background: a memtable is flushed when it is
 // full, and a full disk (or any I/O error) fails that flush, which Pebble
 // retries until it succeeds. Meanwhile the memtables fill, and Pebble would
-// then stall every write until a flush succeeds — for ever, on a full disk.
-// The store watches Pebble's background errors instead: while the last
+// then stall every write until a flush succeeds — for ever, on a full disk,
+// even for a write that began before the flush failed. So the store stalls
+// its writes itself: it counts what its commits reserve in the memtable,
+// and a commit that would need a new memtable while another still waits
+// for its flush (or level 0 is full) waits in the store, which rotates the
+// memtable itself once the flush is done, and which ends the wait with the
+// directory's error if the flush fails; Pebble never stalls. The store
+// also watches Pebble's background errors: while the last
 // flush or compaction failed, every write fails with ErrFailed, naming the
 // directory and the cause (e.g. "no space left on device"); reads and
 // snapshots go on, and writes resume once a flush succeeds again (the disk
@@ -326,7 +332,10 @@
 // a full disk keeps a core busy until space is freed or it is closed.)
 // With a write-ahead log (SyncWAL, SyncAlways), a log write that fails is
 // fatal to Pebble; the store turns it into ErrFailed and stays failed (it
-// must be closed and the job restored from a checkpoint). So does a
+// must be closed and the job restored from a checkpoint). So does every
+// other fatal error of Pebble's, such as a MANIFEST write that fails in a
+// background flush or compaction: the store logs it and refuses writes,
+// where Pebble would end the process. So does a
 // commit of the pending batch that fails: its writes were acknowledged
 // and may be lost, so every later call of the store — reads, writes,
 // Snapshot, Restore, Register — fails with ErrFailed, naming the

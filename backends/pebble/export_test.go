@@ -32,3 +32,10 @@ func SetMaxPointClear(t interface{ Cleanup(func()) }, n int) {
 	maxPointClear = n
 	t.Cleanup(func() { maxPointClear = old })
 }
+
+// Stalls returns the number of writes that waited for a flush or
+// compaction in the store (handle.awaitQueue) and the number of Pebble's
+// own write stalls.
+func (s *Store) Stalls() (waits, pebbleStalls int64) {
+	return s.h.waits.Load(), s.h.stalls.Load()
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -40,7 +41,42 @@ type handle struct {
 	// bgNote receives a value (without blocking) on every background
 	// error, so that a flush can stop waiting for a disk that refuses it.
 	bgNote chan struct{}
+	// progress receives a value (without blocking) when a flush or a
+	// compaction ends or a background error occurs, so that a write
+	// waiting in awaitQueue looks again.
+	progress chan struct{}
+
+	// The store's write stall (see room): after a look at the memtables,
+	// budget is how many bytes of memtable the store may commit before
+	// it looks again, and spent what it has committed since. Only the
+	// store's goroutine uses them.
+	budget, spent int64
+	// waits counts the writes that waited in awaitQueue, and stalls the
+	// write stalls of Pebble's own, which room exists to prevent: both
+	// for the tests.
+	waits, stalls atomic.Int64
 }
+
+// memEmptySlack is more than Pebble's memTableEmptySize, what an empty
+// memtable holds (the head and tail nodes of its skiplists).
+const memEmptySlack = 4 << 10
+
+// minMemTable is the least capacity of any memtable Pebble makes: its
+// first is min(MemTableSize, 256 KiB) (initialMemTableSize), and each
+// later one is at least as large.
+const minMemTable = 256 << 10
+
+// memTableStopWrites and l0StopWrites are the store's
+// MemTableStopWritesThreshold and L0StopWritesThreshold (the latter
+// Pebble's default), which room keeps Pebble from reaching.
+const (
+	memTableStopWrites = 3
+	l0StopWrites       = 12
+)
+
+// awaitPoll bounds how long awaitQueue sleeps between two looks at the
+// memtable queue when no flush or compaction tells it of progress.
+const awaitPoll = 10 * time.Millisecond
 
 // openMarker is the file that says a working directory is open, or was not
 // closed cleanly: created by New, removed by the final close of a kept
@@ -59,13 +95,127 @@ func (h *handle) listener() *pebbledb.EventListener {
 			if !h.bgSeen.Swap(true) && h.opts.Logger == nil {
 				quietLogger{}.Errorf("working directory %q: background error: %v", h.dir, err)
 			}
+			h.noteProgress()
 		},
 		FlushEnd: func(info pebbledb.FlushInfo) {
 			if info.Err == nil {
 				h.bgErr.Store(nil)
 				h.bgSeen.Store(false)
 			}
+			h.noteProgress()
 		},
+		WriteStallBegin: func(pebbledb.WriteStallBeginInfo) { h.stalls.Add(1) },
+		CompactionEnd: func(info pebbledb.CompactionInfo) {
+			if info.Err == nil {
+				// The disk takes writes again (a compaction's error
+				// would otherwise refuse them until some flush, which
+				// refused writes never cause, succeeded).
+				h.bgErr.Store(nil)
+				h.bgSeen.Store(false)
+			}
+			h.noteProgress()
+		},
+	}
+}
+
+// noteProgress wakes a write waiting in awaitQueue.
+func (h *handle) noteProgress() {
+	select {
+	case h.progress <- struct{}{}:
+	default:
+	}
+}
+
+// room makes sure that a commit of n bytes of memtable (as the pending
+// batch counts them: Pebble's own reservation, see memEntryOverhead)
+// cannot stall for ever, and must come right before that commit.
+//
+// Pebble stalls a commit that needs a new memtable while the memtables it
+// holds (the mutable one and those queued for flushing) add up to
+// MemTableStopWritesThreshold memtables, or level 0 has
+// L0StopWritesThreshold sublevels, until a flush or compaction makes room
+// — and only one that succeeds does, so on a full disk the commit would
+// wait for as long as the disk is full, beyond the reach of the background
+// error that says so. The store therefore stalls its commits itself: a
+// commit goes ahead only while a memtable rotation, which a commit needs
+// at most one of, cannot stall, and otherwise waits (awaitQueue) — for
+// what Pebble would wait for, but the wait ends with the directory's
+// error when a flush or compaction fails. The store is the database's
+// only writer, so the memtables grow only through its commits, by at most
+// one rotation per minMemTable bytes committed (a new memtable must fill
+// before it is rotated): room looks at Pebble's metrics (DB.Metrics, a
+// few microseconds) only when the commits since its last look could have
+// rotated enough memtables to reach a stall. The threshold the store sets
+// (memTableStopWrites) is one memtable above the two of Pebble's default,
+// so that a commit goes ahead, like Pebble's, while a memtable is
+// flushing; a write stalls when one more waits.
+func (h *handle) room(n int64) error {
+	large := n+memEmptySlack > int64(h.opts.MemTableSize/2)
+	if !large && h.spent+n <= h.budget {
+		h.spent += n
+		return nil
+	}
+	m, err := h.awaitQueue()
+	if err != nil {
+		return err
+	}
+	h.spent, h.budget = n, 0
+	if large {
+		// Pebble queues a batch this large as a memtable of its own:
+		// look again at the next commit.
+		return nil
+	}
+	// Rotations that may come before a stall could: by memtable size,
+	// and by level 0 (each flush adds at most one sublevel, and every
+	// queued memtable and rotated one will be flushed).
+	mts := int64(h.opts.MemTableSize)
+	r := (memTableStopWrites*mts - int64(m.MemTable.Size) - 1) / mts
+	r = min(r, int64(l0StopWrites)-int64(m.Levels[0].Sublevels)-m.MemTable.Count)
+	if r > 0 {
+		h.budget = r * (min(minMemTable, mts) - memEmptySlack)
+	}
+	return nil
+}
+
+// safeToRotate reports whether, by metrics m, Pebble would rotate the
+// memtable without a stall.
+func (h *handle) safeToRotate(m *pebbledb.Metrics) bool {
+	return m.MemTable.Size < memTableStopWrites*h.opts.MemTableSize && m.Levels[0].Sublevels < l0StopWrites
+}
+
+// awaitQueue waits until a memtable rotation cannot stall (safeToRotate):
+// the memtables add up to less than memTableStopWrites of
+// Options.MemTableSize and level 0 has fewer than l0StopWrites sublevels.
+// It returns the metrics that say so, or writable's error as soon as the
+// directory refuses writes (a flush or compaction failed).
+func (h *handle) awaitQueue() (*pebbledb.Metrics, error) {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-h.progress: // forget progress made before this look
+		default:
+		}
+		if err := h.writable(); err != nil {
+			return nil, err
+		}
+		if m := h.db.Metrics(); h.safeToRotate(m) {
+			return m, nil
+		}
+		if t == nil {
+			h.waits.Add(1)
+			t = time.NewTimer(awaitPoll)
+		} else {
+			t.Reset(awaitPoll)
+		}
+		select {
+		case <-h.progress:
+		case <-t.C:
+		}
 	}
 }
 
@@ -82,8 +232,8 @@ func (h *handle) writable() error {
 }
 
 // guard runs a Pebble call on the operator's goroutine, turning a fatal
-// error that Pebble reports through the logger (quietLogger panics with
-// it) into an error, after which the store stays failed.
+// error that Pebble reported through the store's logger (see storeLogger)
+// into an error wrapping ErrFailed, after which the store stays failed.
 func (h *handle) guard(fn func() error) error {
 	if err := h.run(fn); err != nil {
 		if fe, ok := err.(fatalError); ok {
@@ -94,21 +244,17 @@ func (h *handle) guard(fn func() error) error {
 	return nil
 }
 
-// run is guard without the wrapping: a fatal error is returned as the
-// fatalError itself (and recorded, so that the store stays failed).
-func (h *handle) run(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			fe, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			var e error = fe
-			h.fatal.Store(&e)
-			err = fe
+// run is guard without the wrapping: a fatal error that Pebble reported
+// during fn, or before, is returned as the fatalError itself, whatever fn
+// returned (Pebble goes on from a fatal error as if it had succeeded).
+func (h *handle) run(fn func() error) error {
+	err := fn()
+	if p := h.fatal.Load(); p != nil {
+		if fe, ok := (*p).(fatalError); ok {
+			return fe
 		}
-	}()
-	return fn()
+	}
+	return err
 }
 
 // ref takes a reference for a new Pebble snapshot; it fails if the
@@ -143,7 +289,7 @@ func (h *handle) closeLocked() error {
 		// Without a write-ahead log the memtables exist only in memory:
 		// flush them so that the kept directory holds every write. A
 		// flush waits for the disk, so it is skipped while flushes fail.
-		if err := h.writable(); err != nil {
+		if _, err := h.awaitQueue(); err != nil {
 			errs = append(errs, fmt.Errorf("unflushed writes are lost: %w", err))
 		} else if err := h.guard(h.flush); err != nil {
 			errs = append(errs, fmt.Errorf("unflushed writes are lost: %w", err))
@@ -199,8 +345,8 @@ func (h *handle) flush() error {
 	}
 }
 
-// closeDB closes db, turning a panic (Pebble panics on misuse, and
-// quietLogger on a fatal error) into an error.
+// closeDB closes db, turning a panic (Pebble panics on misuse) into an
+// error.
 func closeDB(db *pebbledb.DB) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

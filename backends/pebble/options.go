@@ -116,10 +116,11 @@ type Options struct {
 
 	// MemTableSize is the size in bytes of a memtable; default an eighth of
 	// BlockCacheSize (8 MiB for the default cache), between 1 MiB and
-	// 64 MiB. At most two are in memory at once (one being filled, one
-	// being flushed), and both are charged to the block cache, so New
-	// refuses memtables that would take half of it or more. Larger
-	// memtables flush less often, into fewer, larger tables.
+	// 64 MiB. At most three are in memory at once (one being filled, two
+	// waiting for their flush: writes stall when a third would wait), and
+	// all are charged to the block cache, so New refuses memtables three
+	// of which would take all of it. Larger memtables flush less often,
+	// into fewer, larger tables.
 	MemTableSize uint64
 
 	// Sync is the durability of writes between checkpoints; default
@@ -146,7 +147,9 @@ type Options struct {
 
 	// Logger receives Pebble's log messages. The default drops
 	// informational messages and writes errors with the standard log
-	// package, prefixed with the working directory.
+	// package, prefixed with the working directory. Its Fatalf is never
+	// called: a fatal error of Pebble's fails the store (ErrFailed) and
+	// reaches Errorf, rather than ending the process.
 	Logger pebbledb.Logger
 
 	// OnLeakedSnapshot, if set, is called when a snapshot becomes
@@ -191,9 +194,9 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MemTableSize < minMemTableSize || o.MemTableSize > maxMemTableSize:
 		return o, fmt.Errorf("pebble: MemTableSize %d is outside [%d, %d]", o.MemTableSize, minMemTableSize, uint64(maxMemTableSize))
 	}
-	if o.Cache == nil && 2*o.MemTableSize >= uint64(o.BlockCacheSize) {
-		return o, fmt.Errorf("pebble: two memtables of MemTableSize %d would take the whole block cache of BlockCacheSize %d, which Pebble charges them to: lower MemTableSize or raise BlockCacheSize",
-			o.MemTableSize, o.BlockCacheSize)
+	if o.Cache == nil && memTableStopWrites*o.MemTableSize >= uint64(o.BlockCacheSize) {
+		return o, fmt.Errorf("pebble: the %d memtables of MemTableSize %d that writes may fill would take the whole block cache of BlockCacheSize %d, which Pebble charges them to: lower MemTableSize or raise BlockCacheSize",
+			memTableStopWrites, o.MemTableSize, o.BlockCacheSize)
 	}
 	switch {
 	case o.BatchSize == 0:
@@ -231,13 +234,18 @@ func (o Options) PebbleOptions() (*pebbledb.Options, error) {
 
 // pebbleOptions returns the pebble.Options of o, which has its defaults,
 // with the event listener el (nil for none).
-func (o Options) pebbleOptions(el *pebbledb.EventListener) *pebbledb.Options {
+func (o Options) pebbleOptions(h *handle) *pebbledb.Options {
+	var el *pebbledb.EventListener
+	if h != nil {
+		el = h.listener()
+	}
 	po := &pebbledb.Options{
 		FS:                          o.FS,
 		Cache:                       o.Cache,
 		CacheSize:                   o.BlockCacheSize,
 		MemTableSize:                o.MemTableSize,
-		MemTableStopWritesThreshold: 2,
+		MemTableStopWritesThreshold: memTableStopWrites,
+		L0StopWritesThreshold:       l0StopWrites,
 		Merger:                      listMerge,
 		DisableWAL:                  o.Sync == SyncNone,
 		Logger:                      o.Logger,
@@ -251,7 +259,10 @@ func (o Options) pebbleOptions(el *pebbledb.EventListener) *pebbledb.Options {
 	if po.FS == nil {
 		po.FS = vfs.Default
 	}
-	if po.Logger == nil {
+	switch {
+	case h != nil:
+		po.Logger = storeLogger{h: h, user: o.Logger}
+	case po.Logger == nil:
 		po.Logger = quietLogger{}
 	}
 	return po
@@ -265,10 +276,46 @@ func writeOptions(p SyncPolicy) *pebbledb.WriteOptions {
 	return pebbledb.NoSync
 }
 
-// quietLogger is the default Logger: it drops Pebble's informational
-// messages, logs its errors, and panics with a fatalError on a fatal one
-// (Pebble's default would exit the process); the store turns a fatal error
-// met on the operator's goroutine into an error, and marks itself failed.
+// storeLogger is the logger a store gives Pebble. Informational messages
+// and errors go to Options.Logger, or by default (quietLogger) errors only,
+// to the log package. A fatal error — one Pebble cannot go on from, such
+// as a MANIFEST write that fails on a full disk — fails the store: it is
+// recorded (writable returns it, so every later write is refused, and
+// guard returns it from the call that met it) and logged as an error, and
+// Fatalf returns. Pebble's default exits the process, and a panic would
+// too when Pebble meets the error on one of its background goroutines, as
+// it does in a flush or compaction; Pebble returns the error after Fatalf
+// where it can, and the store writes nothing more.
+type storeLogger struct {
+	h    *handle
+	user pebbledb.Logger // Options.Logger, or nil
+}
+
+func (l storeLogger) Infof(format string, args ...any) {
+	if l.user != nil {
+		l.user.Infof(format, args...)
+	}
+}
+
+func (l storeLogger) Errorf(format string, args ...any) {
+	if l.user != nil {
+		l.user.Errorf(format, args...)
+		return
+	}
+	quietLogger{}.Errorf(format, args...)
+}
+
+func (l storeLogger) Fatalf(format string, args ...any) {
+	var err error = newFatalError(format, args...)
+	l.h.fatal.CompareAndSwap(nil, &err)
+	l.Errorf("working directory %q: %v (the store refuses writes from now on)", l.h.dir, err)
+	l.h.noteProgress()
+}
+
+// quietLogger is the Logger of PebbleOptions, and storeLogger's default:
+// it drops Pebble's informational messages, logs its errors, and panics
+// with a fatalError on a fatal one (Pebble's default would exit the
+// process).
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any) {}
@@ -278,10 +325,28 @@ func (quietLogger) Errorf(format string, args ...any) {
 }
 
 func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fatalError{fmt.Sprintf(format, args...)})
+	panic(newFatalError(format, args...))
 }
 
-// fatalError is the panic value of quietLogger.Fatalf.
-type fatalError struct{ msg string }
+// fatalError is a fatal error of Pebble's (see storeLogger), and the
+// panic value of quietLogger.Fatalf.
+type fatalError struct {
+	msg  string
+	errs []error // the errors among Fatalf's arguments: the cause
+}
+
+// newFatalError makes the fatalError of a call Fatalf(format, args...).
+func newFatalError(format string, args ...any) fatalError {
+	fe := fatalError{msg: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			fe.errs = append(fe.errs, err)
+		}
+	}
+	return fe
+}
 
 func (e fatalError) Error() string { return "pebble: fatal: " + e.msg }
+
+// Unwrap returns the cause, so that errors.Is finds, say, ENOSPC.
+func (e fatalError) Unwrap() []error { return e.errs }

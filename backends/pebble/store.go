@@ -87,7 +87,7 @@ func New(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	h := &handle{fs: fs, opts: o, dir: o.Dir, bgNote: make(chan struct{}, 1)}
+	h := &handle{fs: fs, opts: o, dir: o.Dir, bgNote: make(chan struct{}, 1), progress: make(chan struct{}, 1)}
 	made := false // whether New made the directory (and removes it on failure)
 	switch {
 	case h.dir == "" && fs == vfs.Default:
@@ -152,7 +152,7 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 			return nil, fmt.Errorf("pebble: working directory %q: %w", dir, err)
 		}
 	}
-	po := o.pebbleOptions(h.listener())
+	po := o.pebbleOptions(h)
 	// A directory that holds files but no database (its MANIFEST lost, its
 	// marker garbage) must not silently become a new, empty store.
 	po.ErrorIfNotExists = existing
@@ -517,7 +517,7 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 		if b.Empty() {
 			return nil
 		}
-		if err := s.write(func() error { return b.Commit(s.wo) }); err != nil {
+		if err := s.write(size, func() error { return b.Commit(s.wo) }); err != nil {
 			return err
 		}
 		b.Reset()
@@ -603,10 +603,14 @@ func (s *Store) Close() error {
 }
 
 // write runs a write of the database that is committed on its own (with
-// a write-ahead log, and Restore's batches): it fails if the working
-// directory has failed, and turns a fatal Pebble error into ErrFailed.
-func (s *Store) write(fn func() error) error {
+// a write-ahead log, and Restore's batches), of n bytes of memtable: it
+// fails if the working directory has failed or refuses writes (see
+// handle.room), and turns a fatal Pebble error into ErrFailed.
+func (s *Store) write(n int64, fn func() error) error {
 	if err := s.h.writable(); err != nil {
+		return err
+	}
+	if err := s.h.guard(func() error { return s.h.room(n) }); err != nil {
 		return err
 	}
 	return s.h.guard(fn)

@@ -23,7 +23,7 @@ func TestOptionsValidation(t *testing.T) {
 		{BlockCacheSize: -1},
 		{MemTableSize: 1024},
 		{MemTableSize: 1 << 32},
-		{MemTableSize: 32 << 20},                         // two would take the whole default cache
+		{MemTableSize: 22 << 20},                         // three would take the whole default cache
 		{BlockCacheSize: 1 << 20, MemTableSize: 1 << 20}, // likewise
 		{BatchSize: -1},
 		{BatchSize: 2<<20 + 1}, // more than a quarter of the default memtable
