@@ -405,18 +405,7 @@ func TestFullDiskDuringWrites(t *testing.T) {
 
 	// Space comes back: the retried flush succeeds and writes resume.
 	disk.full.Off()
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		m, err := fill(vs, n, 1)
-		n += m
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("writes still fail 30s after the disk has room again: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	n = resumeWrites(t, vs, n)
 	checkFilled(t, vs, n)
 	// The snapshot taken now holds every acknowledged write.
 	snap, err := s.Snapshot()
@@ -526,18 +515,7 @@ func TestDiskFillsUpDuringAFlush(t *testing.T) {
 	checkFilled(t, vs, n)
 	// Space comes back: writes resume and every acknowledged one is read.
 	disk.full.Store(false)
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		m, err := fill(vs, n, 1)
-		n += m
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("writes still fail 30s after the disk has room again: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	n = resumeWrites(t, vs, n)
 	checkFilled(t, vs, n)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close after the disk recovered: %v", err)
@@ -618,6 +596,24 @@ func TestManifestWriteFails(t *testing.T) {
 	failing.Store(false)
 	if err := s.Close(); !errors.Is(err, pebble.ErrFailed) {
 		t.Fatalf("Close after a failed MANIFEST write: %v, want ErrFailed", err)
+	}
+}
+
+// resumeWrites writes entry n once the disk has room again (a flush has
+// succeeded), within 30s, and returns the number of entries written.
+func resumeWrites(t *testing.T, vs runtime.ValueState, n int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := fill(vs, n, 1)
+		n += m
+		if err == nil {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still fail 30s after the disk has room again: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
