@@ -27,7 +27,8 @@ for r in "${runs[@]}"; do
 	flat) bench flat '^BenchmarkFlat(Get|Put)$' 100ms 10 ;;
 	# Memory in a process of its own: a GC cycle costs what the whole heap holds.
 	memory) bench memory '^Benchmark(HeapPerEntry|GCCycle)$' ;;
-	rescale-codec) bench rescale-codec '^Benchmark(Rescale|Codec)' ;;
+	# Codec Unmarshal against msgp, mus-go and vtprotobuf is an acceptance bar: -count 10.
+	rescale-codec) bench rescale-codec '^Benchmark(Rescale|Codec)' 100ms 10 ;;
 	# A restore takes ~0.1-0.7 s: 1s gives each sample a few of them.
 	checkpoint) bench checkpoint '^BenchmarkCheckpoint(Write|Restore|RestoreQuarter)$' 1s ;;
 	# Nexmark: a pass of 200K events per iteration, -count 10 (the bar).
