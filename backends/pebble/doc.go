@@ -234,34 +234,31 @@
 //
 // # Measurements
 //
-// benchmarks/pebble_test.go runs every workload on the backend and on a
-// rawpebble baseline making the same Pebble calls on the same bytes with
-// the same options (2-core shared machine, 1M int64 keys, 24-byte values,
-// default options on disk, -count 6, benchstat medians):
+// benchmarks/ runs every workload on the backend and on a pebble-raw
+// baseline making the same Pebble calls on the same bytes with the same
+// options (Options.PebbleOptions), committing each write on its own (see
+// benchmarks/REPORT.md). CPU time per operation, 1M keys, 24-byte values,
+// default options on disk, at 4df78ce on a 2-core machine with nothing
+// else running (load 1.2-1.45), -count 6, benchstat medians:
 //
-//	benchmark                 pebble    rawpebble   ratio
-//	ValueGet                  3.73 µs   3.61 µs     1.03
-//	ValuePut                  1.52 µs   1.48 µs     1.03
-//	MapGet                    5.87 µs   5.76 µs     1.02
-//	MapPut                    1.92 µs   1.77 µs     1.08
-//	MapIterate (16 entries)   8.58 µs   7.94 µs     1.08
-//	SortedMapRange (16 of 64) 7.76 µs   6.30 µs     1.23
-//	ListAdd                   1.51 µs   1.65 µs     0.92
-//	SnapshotSync, 1M entries  2.75 µs   1.92 µs     (target: < 1 ms)
+//	benchmark                 pebble    pebble-raw  ratio
+//	ValueGet                  2.96 µs   3.66 µs     0.81
+//	ValuePut                  2.81 µs   2.42 µs     1.16 (not significant, p=0.82)
+//	MapGet                    5.29 µs   5.40 µs     0.98 (not significant)
+//	MapPut                    2.65 µs   2.80 µs     0.95 (not significant)
+//	MapIterate (10 entries)   7.44 µs   5.86 µs     1.27 (not significant)
+//	SortedMapRange (16 of 64) 8.89 µs   10.2 µs     0.87 (not significant)
+//	ListAdd                   2.47 µs   2.34 µs     1.05 (not significant)
+//	ListGet (100 elements)    10.1 µs   6.23 µs     1.62
+//	SnapshotSync, 1M entries  2.95 µs   1.23 µs
 //
-// The large-state benchmark (10M entries of 100-byte values, 1.1 GB on
-// disk, 64 MiB block cache) fills at ~184K entries/s, reads random entries
-// at ~34 µs (most miss the cache), and peaks at 147 MiB RSS: 56 MiB of
-// Pebble memory (cache and memtables), 5 MiB of Go heap.
-//
-// The table predates write batching, and rawpebble still commits every
-// write on its own (it is the cost of plain Pebble calls). With batching,
-// on the same machine under load (load average 2.4-4.7, 3 interleaved
-// runs each): ValuePut 1.9-3.9 µs against rawpebble's 2.5-4.5 µs (CPU
-// 3.4-3.8 µs against 4.1-4.3 µs; 3.2-4.6 µs before batching), ValueGet
-// 4.0-5.3 µs against 4.8-6.2 µs, and the Nexmark suite
-// (benchmarks/nexmark, all queries, 200K events) 4.6 allocations per
-// event instead of 7.4, at 55-75K events/s instead of 42-52K.
+// Nexmark (benchmarks/nexmark, the five queries in one pass over 200K
+// events) runs at 188K events/s, 0.02× plain Go, with 0.43 allocations per
+// event. The large-state benchmark (10M entries of 100-byte values, 1.1 GB
+// on disk, 64 MiB block cache) filled at ~184K entries/s, read random
+// entries at ~34 µs (most miss the cache), and peaked at 147 MiB RSS: 56
+// MiB of Pebble memory (cache and memtables), 5 MiB of Go heap (measured
+// before write batching).
 //
 // # Durability
 //
