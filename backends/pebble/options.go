@@ -233,7 +233,8 @@ func (o Options) PebbleOptions() (*pebbledb.Options, error) {
 }
 
 // pebbleOptions returns the pebble.Options of o, which has its defaults,
-// with the event listener el (nil for none).
+// for the database of handle h: with h's event listener and logger
+// (storeLogger); with neither for a nil h (PebbleOptions).
 func (o Options) pebbleOptions(h *handle) *pebbledb.Options {
 	var el *pebbledb.EventListener
 	if h != nil {
