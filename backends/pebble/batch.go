@@ -184,7 +184,7 @@ func (s *Store) commit() error {
 	if err := s.h.writable(); err != nil {
 		return err
 	}
-	if err := s.h.guard(func() error { return s.h.room(s.pending) }); err != nil {
+	if err := s.h.room(s.pending); err != nil {
 		return err
 	}
 	if err := s.h.run(func() error { return commitBatch(b, s.wo) }); err != nil {
@@ -239,7 +239,6 @@ func (s *Store) closeBatch() error {
 	if b == nil {
 		return nil
 	}
-	var err error
 	switch {
 	case s.failed != nil:
 		// The failed batch is in Pebble's commit pipeline's hands: left
@@ -258,11 +257,9 @@ func (s *Store) closeBatch() error {
 			return werr
 		}
 	}
-	if s.failed == nil {
-		_ = b.Close()
-	}
+	_ = b.Close()
 	s.batch = nil
-	return err
+	return nil
 }
 
 // The pending index. A read through an indexed batch (Batch.Get) builds

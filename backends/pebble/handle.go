@@ -38,12 +38,9 @@ type handle struct {
 	bgErr  atomic.Pointer[error]
 	fatal  atomic.Pointer[error]
 	bgSeen atomic.Bool // whether bgErr has been logged since it was last clear
-	// bgNote receives a value (without blocking) on every background
-	// error, so that a flush can stop waiting for a disk that refuses it.
-	bgNote chan struct{}
 	// progress receives a value (without blocking) when a flush or a
 	// compaction ends or a background error occurs, so that a write
-	// waiting in awaitQueue looks again.
+	// waiting in awaitQueue, or a flush, looks again.
 	progress chan struct{}
 
 	// The store's write stall (see room): after a look at the memtables,
@@ -88,37 +85,31 @@ func (h *handle) listener() *pebbledb.EventListener {
 	return &pebbledb.EventListener{
 		BackgroundError: func(err error) {
 			h.bgErr.Store(&err)
-			select {
-			case h.bgNote <- struct{}{}:
-			default:
-			}
 			if !h.bgSeen.Swap(true) && h.opts.Logger == nil {
 				quietLogger{}.Errorf("working directory %q: background error: %v", h.dir, err)
 			}
 			h.noteProgress()
 		},
-		FlushEnd: func(info pebbledb.FlushInfo) {
-			if info.Err == nil {
-				h.bgErr.Store(nil)
-				h.bgSeen.Store(false)
-			}
-			h.noteProgress()
-		},
+		FlushEnd:        func(info pebbledb.FlushInfo) { h.jobEnded(info.Err) },
+		CompactionEnd:   func(info pebbledb.CompactionInfo) { h.jobEnded(info.Err) },
 		WriteStallBegin: func(pebbledb.WriteStallBeginInfo) { h.stalls.Add(1) },
-		CompactionEnd: func(info pebbledb.CompactionInfo) {
-			if info.Err == nil {
-				// The disk takes writes again (a compaction's error
-				// would otherwise refuse them until some flush, which
-				// refused writes never cause, succeeded).
-				h.bgErr.Store(nil)
-				h.bgSeen.Store(false)
-			}
-			h.noteProgress()
-		},
 	}
 }
 
-// noteProgress wakes a write waiting in awaitQueue.
+// jobEnded notes the end of a flush or compaction that failed with err
+// (nil if it succeeded). One that succeeded clears the background error:
+// the disk takes writes again (a compaction's error would otherwise
+// refuse them until some flush, which refused writes never cause,
+// succeeded).
+func (h *handle) jobEnded(err error) {
+	if err == nil {
+		h.bgErr.Store(nil)
+		h.bgSeen.Store(false)
+	}
+	h.noteProgress()
+}
+
+// noteProgress wakes a write waiting in awaitQueue, or a flush.
 func (h *handle) noteProgress() {
 	select {
 	case h.progress <- struct{}{}:
@@ -321,27 +312,21 @@ func (h *handle) closeLocked() error {
 // flush flushes the memtables and waits for the flush to end, or to fail:
 // Pebble retries a failed flush until it succeeds, so DB.Flush would wait
 // for as long as the disk is full.
+// The caller has made sure that the directory takes writes (awaitQueue).
 func (h *handle) flush() error {
-	for {
-		select {
-		case <-h.bgNote: // forget errors that came before this flush
-			continue
-		default:
-		}
-		break
-	}
 	done, err := h.db.AsyncFlush()
 	if err != nil {
 		return err
 	}
-	select {
-	case <-done:
-		return nil
-	case <-h.bgNote:
-		if p := h.bgErr.Load(); p != nil {
-			return fmt.Errorf("flush: %w", *p)
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-h.progress:
+			if err := h.writable(); err != nil {
+				return fmt.Errorf("flush: %w", err)
+			}
 		}
-		return errors.New("flush: a background error occurred")
 	}
 }
 

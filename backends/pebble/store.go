@@ -87,7 +87,7 @@ func New(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	h := &handle{fs: fs, opts: o, dir: o.Dir, bgNote: make(chan struct{}, 1), progress: make(chan struct{}, 1)}
+	h := &handle{fs: fs, opts: o, dir: o.Dir, progress: make(chan struct{}, 1)}
 	made := false // whether New made the directory (and removes it on failure)
 	switch {
 	case h.dir == "" && fs == vfs.Default:
@@ -610,7 +610,7 @@ func (s *Store) write(n int64, fn func() error) error {
 	if err := s.h.writable(); err != nil {
 		return err
 	}
-	if err := s.h.guard(func() error { return s.h.room(n) }); err != nil {
+	if err := s.h.room(n); err != nil {
 		return err
 	}
 	return s.h.guard(fn)
