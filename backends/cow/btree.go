@@ -77,24 +77,23 @@ func prefix(k []byte) uint64 {
 
 // lowerBound returns the index of the first of the n items of items, each
 // stride words long with a prefix as its first word, whose prefix is >= kp
-// (n if none). It halves the range without a branch on the comparison
-// (the compiler makes the conditional add a CMOV): a binary search of
-// random keys mispredicts every other comparison, and a misprediction
-// costs more than the load it waits for.
+// (n if none): the number of items whose prefix is < kp, counted over the
+// whole node. A node is at most btMax items, a few cache lines; counting
+// loads every prefix independently of the others, where a binary search
+// waits for each load before it can issue the next, and the count's one
+// mispredicted branch, where the prefixes reach kp, is the binary search's
+// every other comparison.
 func lowerBound(items []byte, n, stride int, kp uint64) int {
-	base := 0
-	for n > 1 {
-		half := n >> 1
-		next := base + half
-		if binary.LittleEndian.Uint64(items[8*stride*next:]) < kp {
-			base = next
+	i := 0
+	step := 8 * stride
+	items = items[:n*step]
+	for off := 0; off+8 <= len(items); off += step {
+		if binary.LittleEndian.Uint64(items[off:]) >= kp {
+			break
 		}
-		n -= half
+		i++
 	}
-	if n == 1 && binary.LittleEndian.Uint64(items[8*stride*base:]) < kp {
-		base++
-	}
-	return base
+	return i
 }
 
 // leafSearch returns the index of the first item >= key in a leaf and
