@@ -201,6 +201,99 @@ func TestReadYourWrites(t *testing.T) {
 	}
 }
 
+// TestBatchIndexedOnDemand: writes go into a plain batch, which the first
+// read through the batch (an iterator, a list with pending operands)
+// copies into an indexed one; the writes after it go there, point reads
+// find every pending write, made before the copy or after, and a commit
+// makes the plain batch the pending one again.
+func TestBatchIndexedOnDemand(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	s.KeepPending()
+	vs := valueState(t, s)
+	ms := register[runtime.SortedMapState](t, s, mapSpec)
+	ls := register[runtime.ListState](t, s, listSpec)
+	values := map[int]string{}
+	write := func(i int, v string) {
+		t.Helper()
+		put(t, vs, i, v)
+		values[i] = v
+	}
+	checkValues := func(when string) {
+		t.Helper()
+		for i, want := range values {
+			if got, ok := get(t, vs, i); !ok || got != want {
+				t.Fatalf("%s: value %d = (%q, %v), want %q", when, i, got, ok, want)
+			}
+		}
+	}
+	entries := func() string {
+		t.Helper()
+		var out []string
+		must(t, ms.Range(nsKey(1, "a"), nil, nil, false, func(uk, v []byte) bool {
+			out = append(out, string(uk)+"="+string(v))
+			return true
+		}))
+		return strings.Join(out, " ")
+	}
+	list := func() string {
+		t.Helper()
+		var out []string
+		must(t, ls.Get(nsKey(1, "a"), func(e []byte) bool { out = append(out, string(e)); return true }))
+		return strings.Join(out, " ")
+	}
+	indexed := func(when string, want bool) {
+		t.Helper()
+		if got := s.PendingIndexed(); got != want {
+			t.Fatalf("%s: pending batch indexed %v, want %v", when, got, want)
+		}
+	}
+
+	for i := range 100 {
+		write(i, fmt.Sprint("v", i))
+	}
+	must(t, ms.Put(nsKey(1, "a"), []byte("u1"), []byte("m1")))
+	must(t, ls.Add(nsKey(1, "a"), []byte("e1")))
+	checkValues("writes only")
+	indexed("after writes and point reads", false)
+
+	if got := entries(); got != "u1=m1" {
+		t.Fatalf("Range through the pending batch = %q", got)
+	}
+	indexed("after an iteration", true)
+	checkValues("after the copy")
+	for i := 50; i < 150; i++ {
+		write(i, fmt.Sprint("w", i))
+	}
+	must(t, ms.Put(nsKey(1, "a"), []byte("u2"), []byte("m2")))
+	must(t, ls.Add(nsKey(1, "a"), []byte("e2")))
+	checkValues("writes after the copy")
+	if got := entries(); got != "u1=m1 u2=m2" {
+		t.Fatalf("Range after the copy = %q", got)
+	}
+	if got := list(); got != "e1 e2" {
+		t.Fatalf("list after the copy = %q", got)
+	}
+
+	snap, err := s.Snapshot() // commits
+	must(t, err)
+	must(t, snap.Release())
+	if n := s.PendingWrites(); n != 0 {
+		t.Fatalf("%d writes pending after Snapshot", n)
+	}
+	indexed("after the commit", false)
+	checkValues("after the commit")
+
+	// A list read with pending merge operands indexes the batch too.
+	must(t, ls.Add(nsKey(1, "a"), []byte("e3")))
+	write(7, "x")
+	indexed("after a write following the commit", false)
+	if got := list(); got != "e1 e2 e3" {
+		t.Fatalf("list with a pending operand = %q", got)
+	}
+	indexed("after a list read with a pending operand", true)
+	checkValues("after the second copy")
+}
+
 // TestReadRunCommits: a run of reads with no write commits the pending
 // batch, so that reads go to the database alone; a write in between
 // starts the run again.

@@ -20,6 +20,10 @@ func (s *Store) PendingWrites() int {
 	return int(s.batch.Count())
 }
 
+// PendingIndexed reports whether the pending batch is indexed (see
+// Store.indexedBatch).
+func (s *Store) PendingIndexed() bool { return s.batch != nil && s.batch.Indexed() }
+
 // KeepPending makes s commit its pending batch only at the size bound,
 // Snapshot, Restore and Close, never after a run of reads: so that every
 // read of a test goes through the pending writes.

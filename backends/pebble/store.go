@@ -42,13 +42,17 @@ type Store struct {
 	snaps *storekit.Snapshots
 
 	// Write batching (batch.go), under SyncNone only: batch is the
-	// pending indexed batch (nil with a write-ahead log), pending its size
-	// in bytes of memtable (bounded by batchLimit, Options.BatchSize),
-	// rangeDels its range deletions, readRun the reads made in a row
-	// while it holds writes. retired holds committed batches that an
-	// iteration running then may still read. failed is set when a
-	// pending batch could not be committed: every method returns it.
+	// pending batch (nil with a write-ahead log): pbatch, a plain batch,
+	// until a read through it makes it ibatch, an indexed batch holding
+	// the same writes (see indexedBatch). pending is its size in bytes of
+	// memtable (bounded by batchLimit, Options.BatchSize), rangeDels its
+	// range deletions, readRun the reads made in a row while it holds
+	// writes. retired holds committed batches that an iteration running
+	// then may still read. failed is set when a pending batch could not
+	// be committed: every method returns it.
 	batch        *pebbledb.Batch
+	pbatch       *pebbledb.Batch
+	ibatch       *pebbledb.Batch
 	pending      int64
 	batchLimit   int64
 	rangeDels    int
@@ -195,7 +199,8 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 		return fail(fmt.Errorf("pebble: working directory %q: %w", dir, err))
 	}
 	if o.Sync == SyncNone {
-		s.batch, s.batchLimit, s.readRunLimit = db.NewIndexedBatch(), o.BatchSize, readRunCommit
+		s.pbatch, s.ibatch = db.NewBatch(), db.NewIndexedBatch()
+		s.batch, s.batchLimit, s.readRunLimit = s.pbatch, o.BatchSize, readRunCommit
 	}
 	return s, nil
 }
