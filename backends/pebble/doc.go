@@ -246,22 +246,25 @@
 // baseline making the same Pebble calls on the same bytes with the same
 // options (Options.PebbleOptions), committing each write on its own (see
 // benchmarks/REPORT.md). CPU time per operation, 1M keys, 24-byte values,
-// default options on disk, at 4df78ce on a 2-core machine with nothing
-// else running (load 1.2-1.45), -count 6, benchstat medians:
+// default options on disk, at eb7c177 on a 2-core machine with nothing
+// else running (load 1.3-1.6), -count 6, benchstat medians:
 //
 //	benchmark                 pebble    pebble-raw  ratio
-//	ValueGet                  2.96 µs   3.66 µs     0.81
-//	ValuePut                  2.81 µs   2.42 µs     1.16 (not significant, p=0.82)
-//	MapGet                    5.29 µs   5.40 µs     0.98 (not significant)
-//	MapPut                    2.65 µs   2.80 µs     0.95 (not significant)
-//	MapIterate (10 entries)   7.44 µs   5.86 µs     1.27 (not significant)
-//	SortedMapRange (16 of 64) 8.89 µs   10.2 µs     0.87 (not significant)
-//	ListAdd                   2.47 µs   2.34 µs     1.05 (not significant)
-//	ListGet (100 elements)    10.1 µs   6.23 µs     1.62
-//	SnapshotSync, 1M entries  2.95 µs   1.23 µs
+//	ValueGet                  2.65 µs   2.83 µs     0.94 (not significant, p=0.13)
+//	ValuePut                  1.74 µs   2.25 µs     0.78 (not significant, p=0.24;
+//	                                                wall time 0.83, p=0.002)
+//	MapGet                    4.37 µs   3.34 µs     1.31 (p=0.041)
+//	MapPut                    2.00 µs   2.39 µs     0.84 (not significant)
+//	MapIterate (10 entries)   6.80 µs   5.89 µs     1.16 (not significant)
+//	SortedMapRange (16 of 64) 7.59 µs   7.19 µs     1.06 (not significant)
+//	ListAdd                   1.88 µs   2.19 µs     0.86 (not significant)
+//	ListGet (100 elements)    9.23 µs   5.85 µs     1.58
+//	SnapshotSync, 1M entries  2.88 µs   1.04 µs
 //
-// Nexmark (benchmarks/nexmark, the five queries in one pass over 200K
-// events) runs at 188K events/s, 0.02× plain Go, with 0.43 allocations per
+// (CPU time counts Pebble's flushes and compactions, on the other core,
+// which is why a Put's is noisier than its wall time.) Nexmark
+// (benchmarks/nexmark, the five queries in one pass over 200K events)
+// runs at 229K events/s, 0.024× plain Go, with 0.43 allocations per
 // event. The large-state benchmark (10M entries of 100-byte values, 1.1 GB
 // on disk, 64 MiB block cache) filled at ~184K entries/s, read random
 // entries at ~34 µs (most miss the cache), and peaked at 147 MiB RSS: 56
