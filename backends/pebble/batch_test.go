@@ -59,16 +59,22 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// pendingStore returns an in-memory store that commits its pending batch
+// only at its size bound, Snapshot, Restore and Close (KeepPending), with a
+// value state, a sub-keyed sorted map state and a sub-keyed list state.
+func pendingStore(t *testing.T) (*pebble.Store, runtime.ValueState, runtime.SortedMapState, runtime.ListState) {
+	t.Helper()
+	s := mustNew(t, pebble.Options{InMemory: true})
+	s.KeepPending()
+	return s, valueState(t, s), register[runtime.SortedMapState](t, s, mapSpec), register[runtime.ListState](t, s, listSpec)
+}
+
 // TestReadYourWrites checks every read path on writes still in the
 // pending batch: overwrites, deletes, range deletions (Clear of a map,
 // DeleteAll) and writes after them, list merge operands and replaced
 // lists.
 func TestReadYourWrites(t *testing.T) {
-	s := mustNew(t, pebble.Options{InMemory: true})
-	s.KeepPending()
-	vs := valueState(t, s)
-	ms := register[runtime.SortedMapState](t, s, mapSpec)
-	ls := register[runtime.ListState](t, s, listSpec)
+	s, vs, ms, ls := pendingStore(t)
 	ks := register[runtime.MapState](t, s, keyedSpec)
 
 	// Some of it committed, the rest pending on top.
@@ -207,11 +213,7 @@ func TestReadYourWrites(t *testing.T) {
 // find every pending write, made before the copy or after, and a commit
 // makes the plain batch the pending one again.
 func TestBatchIndexedOnDemand(t *testing.T) {
-	s := mustNew(t, pebble.Options{InMemory: true})
-	s.KeepPending()
-	vs := valueState(t, s)
-	ms := register[runtime.SortedMapState](t, s, mapSpec)
-	ls := register[runtime.ListState](t, s, listSpec)
+	s, vs, ms, ls := pendingStore(t)
 	values := map[int]string{}
 	write := func(i int, v string) {
 		t.Helper()
