@@ -342,14 +342,36 @@ type fullDisk struct {
 
 func newFullDisk() fullDisk {
 	tog := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
-		switch op.Kind {
-		case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFilePreallocate,
-			errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpLink, errorfs.OpRename:
+		if takesSpace(op) {
 			return syscall.ENOSPC
 		}
 		return nil
 	})}
 	return fullDisk{FS: errorfs.Wrap(vfs.NewMem(), tog), full: tog}
+}
+
+// takesSpace reports whether op is one a full disk refuses.
+func takesSpace(op errorfs.Op) bool {
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFilePreallocate,
+		errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpLink, errorfs.OpRename:
+		return true
+	}
+	return false
+}
+
+// filledStore opens a store in directory "d" of fs, with 1 MiB
+// memtables, and writes its first 1000 entries (fill); it returns the
+// store, its value state and the number of entries written.
+func filledStore(t *testing.T, fs vfs.FS) (*pebble.Store, runtime.ValueState, int) {
+	t.Helper()
+	s := mustNew(t, pebble.Options{FS: fs, Dir: "d", MemTableSize: 1 << 20})
+	vs := valueState(t, s)
+	n, err := fill(vs, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, vs, n
 }
 
 // fill writes 1 KiB values from entry from on until a Put fails or limit
@@ -367,16 +389,12 @@ func fill(vs runtime.ValueState, from, limit int) (int, error) {
 
 func TestFullDiskDuringWrites(t *testing.T) {
 	disk := newFullDisk()
-	s := mustNew(t, pebble.Options{FS: disk, Dir: "d", MemTableSize: 1 << 20})
-	vs := valueState(t, s)
-	n, err := fill(vs, 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, vs, n := filledStore(t, disk)
 	disk.full.On()
 	// Writes go on into memory until a flush fails; from then on they
 	// are refused with an error naming the directory and the cause,
 	// rather than stalling forever behind a flush that cannot succeed.
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for err == nil && time.Now().Before(deadline) {
 		var m int
@@ -437,10 +455,7 @@ type heldDisk struct {
 func newHeldDisk() *heldDisk {
 	d := &heldDisk{hold: make(chan struct{})}
 	d.FS = errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
-		switch op.Kind {
-		case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFilePreallocate,
-			errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpLink, errorfs.OpRename:
-		default:
+		if !takesSpace(op) {
 			return nil
 		}
 		if d.held.Load() {
@@ -462,12 +477,7 @@ func newHeldDisk() *heldDisk {
 // is full (Pebble's own write stall, which only a successful flush ends).
 func TestDiskFillsUpDuringAFlush(t *testing.T) {
 	disk := newHeldDisk()
-	s := mustNew(t, pebble.Options{FS: disk, Dir: "d", MemTableSize: 1 << 20})
-	vs := valueState(t, s)
-	n, err := fill(vs, 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, vs, n := filledStore(t, disk)
 	disk.full.Store(true)
 	disk.held.Store(true)
 	var written atomic.Int64
