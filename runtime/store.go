@@ -466,9 +466,10 @@ type RestoreCounter interface {
 }
 
 // ValueUpdater is implemented by the ValueStates of backends that read and
-// write a value in one lookup (backends/cow, and the reference model).
-// The handles' Value.Update uses it when the state has it, and a Get then
-// a Put otherwise: the result is the same, the cost one lookup less.
+// write a value in one lookup (backends/cow, backends/btree, and the
+// reference model). The handles' Value.Update uses it when the state has
+// it, and a Get then a Put otherwise: the result is the same, the cost one
+// lookup less.
 type ValueUpdater interface {
 	// Update sets k's value to what fn returns given the current one (nil
 	// and found false if there is none), looking k up once; the rules of
@@ -480,9 +481,10 @@ type ValueUpdater interface {
 }
 
 // MapUpdater is implemented by the MapStates of backends that read and
-// write a map entry in one lookup (backends/cow, and the reference model):
-// ValueUpdater for one entry of a map. The handles' Map.Update uses it when
-// the state has it, and a Get then a Put otherwise.
+// write a map entry in one lookup (backends/cow, backends/btree, and the
+// reference model): ValueUpdater for one entry of a map. The handles'
+// Map.Update uses it when the state has it, and a Get then a Put
+// otherwise.
 type MapUpdater interface {
 	// Update sets userKey in k's map to what fn returns given its current
 	// value (nil and found false if there is none), looking the entry up

@@ -49,6 +49,13 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 	return nil
 }
 
+// Update implements runtime.ValueUpdater: one lookup finds the value for
+// fn and, when fn's result has the old value's length and no live
+// snapshot can see its region, the place to write that result.
+func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	return v.update(k, nil, false, fn)
+}
+
 // listState is the handle of a KindList state. A list is one item whose
 // value is its elements, each preceded by its length as a uvarint.
 type listState struct{ *state }
@@ -175,6 +182,16 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 	}
 	t.set(m.mapKey(k, userKey), value)
 	return nil
+}
+
+// Update implements runtime.MapUpdater: one lookup finds the entry for
+// fn and, when fn's result has the old value's length and no live
+// snapshot can see its region, the place to write that result.
+func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
+		return tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
+	}
+	return m.update(k, userKey, true, fn)
 }
 
 // Delete implements runtime.MapState.

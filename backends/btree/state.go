@@ -115,6 +115,73 @@ func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	return s.scratch
 }
 
+// update is the one-lookup Update of a value (isMap false) or of user
+// key uk of a map: it finds the item once, calls fn with its value
+// (read-only, and the store refuses writes from fn as from an iteration's
+// callback), and writes fn's result over the old value when it has the
+// same length and lies in a region no live snapshot can see — the same
+// in-place write as a Get then a Put of the same key (see tree.set), for
+// one descent instead of two. Any other result goes through set.
+func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte, found bool) ([]byte, error)) error {
+	if fn == nil {
+		return nilCallback(st, "Update")
+	}
+	if err := st.check(k, true); err != nil {
+		return err
+	}
+	s := st.s
+	if s.iterating > 0 {
+		return fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group())
+	}
+	ik := st.itemKey(k, uk, isMap)
+	t := st.trees[st.index(k.Group())]
+	var (
+		x     item
+		found bool
+		old   []byte
+	)
+	if t != nil {
+		if x, found = t.bt.Get(t.probe(ik)); found {
+			old = valueOf(t.Slabs, x)
+		}
+	}
+	s.iterating++
+	nv, err := fn(old, found)
+	s.iterating--
+	if err != nil {
+		return err
+	}
+	if err := st.check(k, true); err != nil { // fn may have closed the store
+		return err
+	}
+	if err := checkValue(st, k, nv); err != nil {
+		return err
+	}
+	// fn may have read the store: the scratch buffer and the tree's hot
+	// item are its now. The item found is still the tree's (fn wrote
+	// nothing), and so is the region of old.
+	t = st.groupTree(k.Group())
+	if found && len(nv) == len(old) && !t.frozen(x.ref) {
+		copy(old, nv)
+		t.hot, t.hotOK = x, true
+		return nil
+	}
+	// set copies nv into a new region before the old one can be moved by
+	// a compaction: nv may be (part of) old.
+	t.hotOK = false
+	t.set(st.itemKey(k, uk, isMap), nv)
+	return nil
+}
+
+// itemKey returns the item key of k's value (isMap false) or of user key
+// uk of k's map, in the store's scratch buffer (entryKey, mapKey).
+func (st *state) itemKey(k runtime.Key, uk []byte, isMap bool) []byte {
+	if isMap {
+		return st.mapKey(k, uk)
+	}
+	return st.entryKey(k)
+}
+
 // Clear implements runtime.State.
 func (st *state) Clear(k runtime.Key) error {
 	t, err := st.wtree(k, true)
