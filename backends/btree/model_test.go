@@ -146,6 +146,12 @@ func (d *driver) step() {
 	switch spec.Kind {
 	case runtime.KindValue:
 		bv, mv := b.(runtime.ValueState), m.(runtime.ValueState)
+		if r >= 7 && r < 9 {
+			fn := d.updateFn()
+			note("Update")
+			d.same("Update", errKind(mv.(runtime.ValueUpdater).Update(k, fn)), errKind(bv.(runtime.ValueUpdater).Update(k, fn)))
+			return
+		}
 		if r < 9 {
 			v := d.bytes()
 			note("Put", " ", v)
@@ -186,6 +192,10 @@ func (d *driver) step() {
 		bm, mm := b.(runtime.MapState), m.(runtime.MapState)
 		uk := d.bytes()
 		switch {
+		case r < 4:
+			fn := d.updateFn()
+			note("Update", " ", uk)
+			d.same("map Update", errKind(mm.(runtime.MapUpdater).Update(k, uk, fn)), errKind(bm.(runtime.MapUpdater).Update(k, uk, fn)))
 		case r < 8:
 			v := d.bytes()
 			note("Put", " ", uk, "=", v)
@@ -222,6 +232,23 @@ func (d *driver) step() {
 			d.same("Range", d.rangeOf(mm.(runtime.SortedMapState), k, lo, hi, reverse, limit),
 				d.rangeOf(bm.(runtime.SortedMapState), k, lo, hi, reverse, limit))
 		}
+	}
+}
+
+// updateFn returns the callback of a one-lookup Update: it sets a value
+// of the old one's length (written in place where no snapshot sees it) or
+// a new random one, the choice made now so that both stores get the same.
+func (d *driver) updateFn() func(old []byte, found bool) ([]byte, error) {
+	sameLen, v := d.pick(2) == 0, d.bytes()
+	return func(old []byte, found bool) ([]byte, error) {
+		if !found || !sameLen {
+			return v, nil
+		}
+		nv := make([]byte, len(old))
+		for i, c := range old {
+			nv[i] = c + 1
+		}
+		return nv, nil
 	}
 }
 
