@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 )
 
 // Write batching (see "Write batching" in the package doc). Under SyncNone
@@ -15,7 +16,8 @@ import (
 // reads through the store's index of the batch (pendingIndex), iterators
 // and merged reads through the batch itself, once indexed (indexedBatch);
 // the batch is committed when it reaches Options.BatchSize, after a run of
-// reads with no write, before Snapshot and Restore, and at Close. With a
+// reads with no write, before Snapshot and Restore, and at Close, without
+// the writes that a later one of the same key supersedes (combined). With a
 // write-ahead log (SyncWAL, SyncAlways) every write is committed on its
 // own, as a write the caller saw succeed must be in the log.
 
@@ -216,8 +218,12 @@ func (s *Store) commit() error {
 	if err := s.h.room(s.pending); err != nil {
 		return err
 	}
-	if err := s.h.run(func() error { return commitBatch(b, s.wo) }); err != nil {
+	cb := s.combined(b)
+	if err := s.h.run(func() error { return commitBatch(cb, s.wo) }); err != nil {
 		return s.fail(b.Count(), fmt.Errorf("commit the pending batch: %w", err))
+	}
+	if cb != b {
+		cb.Reset()
 	}
 	s.pending, s.rangeDels = 0, 0
 	s.pidx.reset()
@@ -232,6 +238,66 @@ func (s *Store) commit() error {
 	}
 	b.Reset() // a committed batch may be reused after Reset
 	return nil
+}
+
+// Write combining. A key written again and again between two commits —
+// a count per window, the latest session of a bidder, the maximum of a
+// window — leaves every write but its last in the pending batch, and a
+// commit would insert each into the memtable, where the last hides the
+// others until a flush or compaction drops them. The pending index knows
+// each key's last point write, so commit can leave out every Set, Delete
+// or merge operand that a later Set or Delete of the same key supersedes:
+// what the batch makes of every key is the same, for fewer memtable
+// insertions and less to flush and compact. Range deletions and the
+// writes before a key's last merge operand (which folds them) all stay, in
+// their order.
+
+// combined returns what commit commits for the pending batch b: b itself,
+// unless at least a quarter of its writes may be superseded (more writes
+// than keys, range deletions and merge operands), and then s.cbatch filled
+// with b's writes that no later Set or Delete of their key supersedes, in
+// b's order. If b cannot be read back or cbatch refuses a write, b is
+// committed as it is.
+func (s *Store) combined(b *pebbledb.Batch) *pebbledb.Batch {
+	x := &s.pidx
+	n := int(b.Count())
+	if dup := n - len(x.refs) - len(x.ranges) - x.merges; dup <= 0 || 4*dup < n {
+		return b
+	}
+	repr, cb := b.Repr(), s.cbatch
+	r := batchrepr.Read(repr)
+	for seq := uint32(1); ; seq++ {
+		kind, key, value, ok, err := r.Next()
+		switch {
+		case err != nil:
+			return b
+		case !ok:
+			return cb
+		}
+		var werr error
+		switch kind {
+		case pebbledb.InternalKeyKindSet, pebbledb.InternalKeyKindMerge, pebbledb.InternalKeyKindDelete:
+			if x.superseded(repr, key, seq) {
+				continue
+			}
+			switch kind {
+			case pebbledb.InternalKeyKindSet:
+				werr = cb.Set(key, value, nil)
+			case pebbledb.InternalKeyKindMerge:
+				werr = cb.Merge(key, value, nil)
+			default:
+				werr = cb.Delete(key, nil)
+			}
+		case pebbledb.InternalKeyKindRangeDelete:
+			werr = cb.DeleteRange(key, value, nil)
+		default:
+			werr = fmt.Errorf("unexpected write of kind %v", kind)
+		}
+		if werr != nil {
+			cb.Reset()
+			return b
+		}
+	}
 }
 
 // fail records that the count writes of the pending batch could not be
@@ -274,7 +340,7 @@ func (s *Store) closeBatch() error {
 		// The failed batch is in Pebble's commit pipeline's hands: both
 		// are left to the garbage collector. A directory Close removes
 		// loses nothing more than the failure already reported.
-		s.batch, s.pbatch, s.ibatch = nil, nil, nil
+		s.batch, s.pbatch, s.ibatch, s.cbatch = nil, nil, nil, nil
 		if s.h.removeDir {
 			return nil
 		}
@@ -289,7 +355,8 @@ func (s *Store) closeBatch() error {
 	}
 	_ = s.pbatch.Close()
 	_ = s.ibatch.Close()
-	s.batch, s.pbatch, s.ibatch = nil, nil, nil
+	_ = s.cbatch.Close()
+	s.batch, s.pbatch, s.ibatch, s.cbatch = nil, nil, nil, nil
 	return nil
 }
 
@@ -328,6 +395,7 @@ type pendingRange struct {
 type pendingIndex struct {
 	refs   map[uint64]pendingRef // by xxhash of the key
 	ranges []pendingRange
+	merges int // merge operands
 }
 
 // note records the write op of key (and value) that the batch holds at
@@ -343,6 +411,9 @@ func (x *pendingIndex) note(op opKind, key, value []byte, off int, seq uint32) {
 		x.ranges = append(x.ranges, pendingRange{startOff: r.keyOff, startLen: r.keyLen, endOff: r.valOff, endLen: r.valLen, seq: seq})
 		return
 	}
+	if op == opMerge {
+		x.merges++
+	}
 	if x.refs == nil {
 		x.refs = make(map[uint64]pendingRef)
 	}
@@ -352,7 +423,18 @@ func (x *pendingIndex) note(op opKind, key, value []byte, off int, seq uint32) {
 // reset empties the index.
 func (x *pendingIndex) reset() {
 	clear(x.refs)
-	x.ranges = x.ranges[:0]
+	x.ranges, x.merges = x.ranges[:0], 0
+}
+
+// superseded reports whether the point write number seq of key in the
+// pending batch, whose bytes are repr, is followed in it by a Set or a
+// Delete of key (its last write): then the batch makes of key what that
+// write makes of it, with or without the earlier one. A key whose hash
+// another key's write took over in the index is not known superseded.
+func (x *pendingIndex) superseded(repr, key []byte, seq uint32) bool {
+	r, ok := x.refs[xxhash.Sum64(key)]
+	return ok && r.seq != seq && (r.op == opSet || r.op == opDelete) &&
+		int(r.keyOff+r.keyLen) <= len(repr) && bytes.Equal(repr[r.keyOff:r.keyOff+r.keyLen], key)
 }
 
 // pendingState is what the pending batch says of a key.

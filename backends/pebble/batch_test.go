@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -563,4 +564,131 @@ func TestWALWritesAreNotBatched(t *testing.T) {
 			t.Fatalf("%v: %d writes pending", sync, n)
 		}
 	}
+}
+
+// TestCommitCombinesWrites drives random writes, most of them to a few
+// keys, into a pebble store and the reference model alike, with commits
+// (Snapshot) at random points: each commit leaves out the writes that a
+// later Set or Delete of the same key supersedes (write combining), and
+// what the store holds — read through a snapshot after each commit, and
+// through the pending writes before it — is the model's. The writes
+// cover every kind a batch holds: Sets, Deletes, merge operands (list
+// Add) and range deletions (Clear of a map, DeleteAll), which are kept.
+func TestCommitCombinesWrites(t *testing.T) {
+	var committed, dropped int
+	restore := pebble.SetCommitBatch(func(b *pebbledb.Batch, wo *pebbledb.WriteOptions) error {
+		committed += int(b.Count())
+		return b.Commit(wo)
+	})
+	defer restore()
+	s, vs, ms, ls := pendingStore(t)
+	pebble.SetMaxPointClear(t, 0) // every Clear of a map is a range deletion
+	m, err := storetest.NewModel(runtime.StoreConfig{KeyGroups: testGroups, MaxParallelism: testMaxP})
+	must(t, err)
+	mv := register2[runtime.ValueState](t, m, valueSpec)
+	mm := register2[runtime.SortedMapState](t, m, mapSpec)
+	ml := register2[runtime.ListState](t, m, listSpec)
+
+	rng := rand.New(rand.NewPCG(7, 8))
+	nss := []string{"a", "b"}
+	writes := 0
+	for round := range 40 {
+		last := 0
+		for range 20 + rng.IntN(200) {
+			i := rng.IntN(3) // three keys take nearly every write
+			if rng.IntN(10) == 0 {
+				i = 3 + rng.IntN(50)
+			}
+			k := nsKey(i, nss[rng.IntN(2)])
+			v := []byte(fmt.Sprint("v", rng.IntN(1000)))
+			uk := []byte{byte('p' + rng.IntN(3))}
+			var what string
+			switch op := rng.IntN(40); {
+			case op < 12:
+				what = "value Put"
+				must(t, mv.Put(key(i), v))
+				must(t, vs.Put(key(i), v))
+			case op < 16:
+				what = "value Clear"
+				must(t, mv.Clear(key(i)))
+				must(t, vs.Clear(key(i)))
+			case op < 26:
+				what = "map Put"
+				must(t, mm.Put(k, uk, v))
+				must(t, ms.Put(k, uk, v))
+			case op < 30:
+				what = "map Delete"
+				must(t, mm.Delete(k, uk))
+				must(t, ms.Delete(k, uk))
+			case op == 30:
+				what = "map Clear"
+				must(t, mm.Clear(k))
+				must(t, ms.Clear(k))
+			case op == 31:
+				what = "map DeleteAll"
+				must(t, mm.DeleteAll(k))
+				must(t, ms.DeleteAll(k))
+			case op < 38:
+				what = "list Add"
+				must(t, ml.Add(k, v))
+				must(t, ls.Add(k, v))
+			default:
+				what = "list Replace"
+				must(t, ml.Replace(k, [][]byte{v, v}))
+				must(t, ls.Replace(k, [][]byte{v, v}))
+			}
+			if n := s.PendingWrites(); n < last {
+				t.Fatalf("round %d: the pending batch was committed before the round's end (%d range deletions?)", round, last)
+			}
+			last = s.PendingWrites()
+			if got, want := readAllOf(t, vs, ms, ls, i), readAllOf(t, mv, mm, ml, i); !cmp.Equal(got, want) {
+				t.Fatalf("round %d, after a %s of key %d, read through the pending writes (-model +pebble):\n%s", round, what, i, cmp.Diff(want, got))
+			}
+		}
+		before, n := committed, s.PendingWrites()
+		writes += n
+		got, want := dump(t, s), dump(t, m) // commits
+		if d := diffContents(want, got); d != "" {
+			t.Fatalf("round %d: after the commit of %d writes as %d (-model +pebble):\n%s", round, n, committed-before, d)
+		}
+		dropped += n - (committed - before)
+	}
+	if dropped == 0 || committed+dropped != writes {
+		t.Fatalf("%d writes made, %d committed, %d left out: commits left none out, or lost count", writes, committed, dropped)
+	}
+	t.Logf("%d writes committed as %d", writes, committed)
+}
+
+// register2 registers spec with any store.
+func register2[S runtime.State](t *testing.T, s runtime.Store, spec runtime.StateSpec) S {
+	t.Helper()
+	st, err := s.Register(spec)
+	must(t, err)
+	return st.(S)
+}
+
+// readAllOf reads, through the point reads and iterations of its states,
+// what a value, a sorted map and a list state hold of key i in namespaces
+// a and b.
+func readAllOf(t *testing.T, vs runtime.ValueState, ms runtime.SortedMapState, ls runtime.ListState, i int) []string {
+	t.Helper()
+	v, ok, err := vs.Get(key(i))
+	must(t, err)
+	out := []string{fmt.Sprintf("value %q %v", v, ok)}
+	for _, ns := range []string{"a", "b"} {
+		must(t, ms.Iterate(nsKey(i, ns), func(uk, v []byte) bool {
+			out = append(out, fmt.Sprintf("map %s %s=%s", ns, uk, v))
+			return true
+		}))
+		for _, uk := range []string{"p", "q", "r"} {
+			v, ok, err := ms.Get(nsKey(i, ns), []byte(uk))
+			must(t, err)
+			out = append(out, fmt.Sprintf("map %s Get %s=%q %v", ns, uk, v, ok))
+		}
+		must(t, ls.Get(nsKey(i, ns), func(e []byte) bool {
+			out = append(out, fmt.Sprintf("list %s %s", ns, e))
+			return true
+		}))
+	}
+	return out
 }

@@ -44,7 +44,9 @@ type Store struct {
 	// Write batching (batch.go), under SyncNone only: batch is the
 	// pending batch (nil with a write-ahead log): pbatch, a plain batch,
 	// until a read through it makes it ibatch, an indexed batch holding
-	// the same writes (see indexedBatch). pending is its size in bytes of
+	// the same writes (see indexedBatch); cbatch, a plain batch, is what
+	// commit fills with the writes of the pending one that no later write
+	// supersedes (see combined). pending is its size in bytes of
 	// memtable (bounded by batchLimit, Options.BatchSize), rangeDels its
 	// range deletions, readRun the reads made in a row while it holds
 	// writes. retired holds committed batches that an iteration running
@@ -53,6 +55,7 @@ type Store struct {
 	batch        *pebbledb.Batch
 	pbatch       *pebbledb.Batch
 	ibatch       *pebbledb.Batch
+	cbatch       *pebbledb.Batch
 	pending      int64
 	batchLimit   int64
 	rangeDels    int
@@ -199,7 +202,7 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 		return fail(fmt.Errorf("pebble: working directory %q: %w", dir, err))
 	}
 	if o.Sync == SyncNone {
-		s.pbatch, s.ibatch = db.NewBatch(), db.NewIndexedBatch()
+		s.pbatch, s.ibatch, s.cbatch = db.NewBatch(), db.NewIndexedBatch(), db.NewBatch()
 		s.batch, s.batchLimit, s.readRunLimit = s.pbatch, o.BatchSize, readRunCommit
 	}
 	return s, nil
