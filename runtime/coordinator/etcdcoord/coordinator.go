@@ -353,6 +353,17 @@ func (c *Coordinator) lead(sess *concurrency.Session, e *concurrency.Election, f
 	c.leading = make(chan struct{})
 	c.mu.Unlock()
 	stillLeader := reason == nil
+	if !stillLeader {
+		// A coordinator that lost the leadership writes nothing more.
+		// The checkpoints its driver aborts on the way out were triggered
+		// in a term that is over: the next leader aborts them at its
+		// takeover, as a failover. (The election key outlives the session
+		// by up to a lease period, so the term's outbox could still land
+		// those aborts, as a shutdown, while the session is gone — which
+		// is how a coordinator whose etcd client closed under it looked to
+		// its instances until the outbox stopped here.)
+		tcancel()
+	}
 	t.end(stillLeader)
 	c.mu.Lock()
 	c.stats, c.retained = t.drv.Stats(), t.drv.Retained()

@@ -58,7 +58,9 @@
 // files, never a checkpoint the index still lists (it must drop a
 // checkpoint from the index first, which the fence forbids). A deposed
 // leader stops as soon as it notices — its session ends, or a write is
-// fenced off — and campaigns again as a standby.
+// fenced off — and campaigns again as a standby; from then on it writes
+// nothing, not even the aborts of the checkpoints it left pending, which
+// its successor notifies as failovers.
 //
 // # The id counter and the completed index
 //
