@@ -145,9 +145,7 @@ func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte
 			old = valueOf(t.Slabs, x)
 		}
 	}
-	s.iterating++
-	nv, err := fn(old, found)
-	s.iterating--
+	nv, err := s.callUpdate(fn, old, found)
 	if err != nil {
 		return err
 	}
@@ -171,6 +169,14 @@ func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte
 	t.hotOK = false
 	t.set(st.itemKey(k, uk, isMap), nv)
 	return nil
+}
+
+// callUpdate calls fn, the callback of an Update, as an iteration's
+// callback: the store refuses writes from it.
+func (s *Store) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
+	s.iterating++
+	defer func() { s.iterating-- }()
+	return fn(old, found)
 }
 
 // itemKey returns the item key of k's value (isMap false) or of user key
