@@ -161,8 +161,8 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
-		return nil, false, tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
+	if err := m.checkUserKey(k, userKey); err != nil {
+		return nil, false, err
 	}
 	value, ok := t.lookup(m.mapKey(k, userKey))
 	return value, ok, nil
@@ -174,8 +174,8 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
-		return tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
+	if err := m.checkUserKey(k, userKey); err != nil {
+		return err
 	}
 	if err := checkValue(m.state, k, value); err != nil {
 		return err
@@ -188,10 +188,19 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 // fn and, when fn's result has the old value's length and no live
 // snapshot can see its region, the place to write that result.
 func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
-	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
-		return tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
+	if err := m.checkUserKey(k, userKey); err != nil {
+		return err
 	}
 	return m.update(k, userKey, true, fn)
+}
+
+// checkUserKey refuses a key, namespace and user key longer than
+// MaxKeyBytes together.
+func (m mapState) checkUserKey(k runtime.Key, userKey []byte) error {
+	if n := len(k.Bytes()) + len(k.Namespace()) + len(userKey); n > MaxKeyBytes {
+		return tooLarge(m.state, n)
+	}
+	return nil
 }
 
 // Delete implements runtime.MapState.
@@ -200,8 +209,8 @@ func (m mapState) Delete(k runtime.Key, userKey []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(k.Bytes())+len(k.Namespace())+len(userKey) > MaxKeyBytes {
-		return tooLarge(m.state, len(k.Bytes())+len(k.Namespace())+len(userKey))
+	if err := m.checkUserKey(k, userKey); err != nil {
+		return err
 	}
 	t.delete(m.mapKey(k, userKey))
 	return nil

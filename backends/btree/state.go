@@ -149,8 +149,8 @@ func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte
 	if err != nil {
 		return err
 	}
-	if err := st.check(k, true); err != nil { // fn may have closed the store
-		return err
+	if s.closed { // fn may have closed the store
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
 	if err := checkValue(st, k, nv); err != nil {
 		return err

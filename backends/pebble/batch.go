@@ -81,21 +81,12 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 			return s.write(n, func() error { return dbOp(s.db, op, key, value, s.wo) })
 		}
 	}
-	var err error
 	b := s.batch
 	off := b.Len()
-	switch op {
-	case opSet:
-		err = b.Set(key, value, nil)
-	case opMerge:
-		err = b.Merge(key, value, nil)
-	case opDelete:
-		err = b.Delete(key, nil)
-	default:
-		err = b.DeleteRange(key, value, nil)
+	if op == opDelRange {
 		s.rangeDels++
 	}
-	if err != nil {
+	if err := batchOp(b, op, key, value); err != nil {
 		// Pebble's batch is in an unknown state: the writes already in
 		// it can neither be trusted nor committed.
 		return s.fail(b.Count(), fmt.Errorf("add a write to the pending batch: %w", err))
@@ -103,6 +94,36 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 	s.pending += n
 	s.pidx.note(op, key, value, off, b.Count())
 	return nil
+}
+
+// batchOp adds the write op of key and value to b.
+func batchOp(b *pebbledb.Batch, op opKind, key, value []byte) error {
+	switch op {
+	case opSet:
+		return b.Set(key, value, nil)
+	case opMerge:
+		return b.Merge(key, value, nil)
+	case opDelete:
+		return b.Delete(key, nil)
+	default:
+		return b.DeleteRange(key, value, nil)
+	}
+}
+
+// opOf returns the store's write of a write of kind in a batch, and false
+// for a kind the store never writes.
+func opOf(kind pebbledb.InternalKeyKind) (opKind, bool) {
+	switch kind {
+	case pebbledb.InternalKeyKindSet:
+		return opSet, true
+	case pebbledb.InternalKeyKindMerge:
+		return opMerge, true
+	case pebbledb.InternalKeyKindDelete:
+		return opDelete, true
+	case pebbledb.InternalKeyKindRangeDelete:
+		return opDelRange, true
+	}
+	return 0, false
 }
 
 // dbOp makes the write op of key and value as a commit of its own.
@@ -268,36 +289,22 @@ func (s *Store) combined(b *pebbledb.Batch) *pebbledb.Batch {
 	r := batchrepr.Read(repr)
 	for seq := uint32(1); ; seq++ {
 		kind, key, value, ok, err := r.Next()
-		switch {
-		case err != nil:
-			return b
-		case !ok:
+		if err == nil && !ok {
 			return cb
 		}
-		var werr error
-		switch kind {
-		case pebbledb.InternalKeyKindSet, pebbledb.InternalKeyKindMerge, pebbledb.InternalKeyKindDelete:
-			if x.superseded(repr, key, seq) {
-				continue
-			}
-			switch kind {
-			case pebbledb.InternalKeyKindSet:
-				werr = cb.Set(key, value, nil)
-			case pebbledb.InternalKeyKindMerge:
-				werr = cb.Merge(key, value, nil)
-			default:
-				werr = cb.Delete(key, nil)
-			}
-		case pebbledb.InternalKeyKindRangeDelete:
-			werr = cb.DeleteRange(key, value, nil)
-		default:
-			werr = fmt.Errorf("unexpected write of kind %v", kind)
+		op, known := opOf(kind)
+		if err != nil || !known {
+			break
 		}
-		if werr != nil {
-			cb.Reset()
-			return b
+		if op != opDelRange && x.superseded(repr, key, seq) {
+			continue
+		}
+		if batchOp(cb, op, key, value) != nil {
+			break
 		}
 	}
+	cb.Reset()
+	return b
 }
 
 // fail records that the count writes of the pending batch could not be
