@@ -61,7 +61,7 @@ const (
 func (s *Store) apply(op opKind, key, value []byte) error {
 	n := int64(memEntryOverhead + len(key) + len(value))
 	if s.batch == nil {
-		return s.write(n, func() error { return dbOp(s.db, op, key, value, s.wo) })
+		return s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) })
 	}
 	if s.failed != nil {
 		return s.failed
@@ -78,7 +78,7 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 			// An entry larger than a whole batch is committed on its
 			// own (the pending batch is empty now, so order is kept):
 			// batches stay below the large-batch threshold.
-			return s.write(n, func() error { return dbOp(s.db, op, key, value, s.wo) })
+			return s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) })
 		}
 	}
 	b := s.batch
@@ -86,7 +86,7 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 	if op == opDelRange {
 		s.rangeDels++
 	}
-	if err := batchOp(b, op, key, value); err != nil {
+	if err := writeOp(b, op, key, value, nil); err != nil {
 		// Pebble's batch is in an unknown state: the writes already in
 		// it can neither be trusted nor committed.
 		return s.fail(b.Count(), fmt.Errorf("add a write to the pending batch: %w", err))
@@ -94,20 +94,6 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 	s.pending += n
 	s.pidx.note(op, key, value, off, b.Count())
 	return nil
-}
-
-// batchOp adds the write op of key and value to b.
-func batchOp(b *pebbledb.Batch, op opKind, key, value []byte) error {
-	switch op {
-	case opSet:
-		return b.Set(key, value, nil)
-	case opMerge:
-		return b.Merge(key, value, nil)
-	case opDelete:
-		return b.Delete(key, nil)
-	default:
-		return b.DeleteRange(key, value, nil)
-	}
 }
 
 // opOf returns the store's write of a write of kind in a batch, and false
@@ -126,17 +112,18 @@ func opOf(kind pebbledb.InternalKeyKind) (opKind, bool) {
 	return 0, false
 }
 
-// dbOp makes the write op of key and value as a commit of its own.
-func dbOp(db *pebbledb.DB, op opKind, key, value []byte, wo *pebbledb.WriteOptions) error {
+// writeOp makes the write op of key and value on w: a batch (wo is then
+// ignored), or the database, as a commit of its own.
+func writeOp(w pebbledb.Writer, op opKind, key, value []byte, wo *pebbledb.WriteOptions) error {
 	switch op {
 	case opSet:
-		return db.Set(key, value, wo)
+		return w.Set(key, value, wo)
 	case opMerge:
-		return db.Merge(key, value, wo)
+		return w.Merge(key, value, wo)
 	case opDelete:
-		return db.Delete(key, wo)
+		return w.Delete(key, wo)
 	default:
-		return db.DeleteRange(key, value, wo)
+		return w.DeleteRange(key, value, wo)
 	}
 }
 
@@ -299,7 +286,7 @@ func (s *Store) combined(b *pebbledb.Batch) *pebbledb.Batch {
 		if op != opDelRange && x.superseded(repr, key, seq) {
 			continue
 		}
-		if batchOp(cb, op, key, value) != nil {
+		if writeOp(cb, op, key, value, nil) != nil {
 			break
 		}
 	}
