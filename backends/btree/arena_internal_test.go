@@ -337,10 +337,11 @@ func TestListRefusesGrowthPastMaxValueBytes(t *testing.T) {
 }
 
 // TestReadThenWriteSeesInterveningWrites pins the in-place overwrite of a
-// value just read (Get, then Put of the same length): whatever comes
-// between the two — a delete of the key, writes of other keys that move it
-// or compact the tree, a snapshot — the Put leaves the new value readable,
-// the garbage exact and every snapshot as it was.
+// value just read (Get, then Put of the same length), and the read of the
+// item a read found last without a descent (find): whatever comes between
+// the two — a delete of the key, writes of other keys that move it or
+// compact the tree, a snapshot — a read sees it, the Put leaves the new
+// value readable, the garbage exact and every snapshot as it was.
 func TestReadThenWriteSeesInterveningWrites(t *testing.T) {
 	s, sts := newTestStore(t, runtime.KindValue, runtime.KindMap)
 	vs := sts[runtime.KindValue].(runtime.ValueState)
@@ -383,6 +384,16 @@ func TestReadThenWriteSeesInterveningWrites(t *testing.T) {
 				_, _, err = ms.Get(k, []byte("u"))
 				noErr(t, err)
 				noErr(t, b.do(k))
+				// A read after the writes between sees them, though the
+				// key's item was the hot one (find).
+				got, ok, err := vs.Get(k)
+				noErr(t, err)
+				mgot, mok, err := ms.Get(k, []byte("u"))
+				noErr(t, err)
+				if want := b.name != "delete"; ok != want || mok != want || (want && (!bytes.Equal(got, v) || !bytes.Equal(mgot, v))) {
+					t.Fatalf("round %d, %s between, key %d: read back value %q (%v), map entry %q (%v), want %q (%v)",
+						round, b.name, i, got, ok, mgot, mok, v, want)
+				}
 				if round%3 == 1 && i == 2 {
 					snap, err := s.Snapshot()
 					noErr(t, err)
@@ -391,9 +402,9 @@ func TestReadThenWriteSeesInterveningWrites(t *testing.T) {
 				w := bytes.ToUpper(v)
 				noErr(t, vs.Put(k, w))
 				noErr(t, ms.Put(k, []byte("u"), w))
-				got, ok, err := vs.Get(k)
+				got, ok, err = vs.Get(k)
 				noErr(t, err)
-				mgot, mok, err := ms.Get(k, []byte("u"))
+				mgot, mok, err = ms.Get(k, []byte("u"))
 				noErr(t, err)
 				if !ok || !bytes.Equal(got, w) || !mok || !bytes.Equal(mgot, w) {
 					t.Fatalf("round %d, %s between, key %d: value %q (%v), map entry %q (%v), want %q",

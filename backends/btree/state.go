@@ -141,7 +141,7 @@ func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte
 		old   []byte
 	)
 	if t != nil {
-		if x, found = t.bt.Get(t.probe(ik)); found {
+		if x, found = t.find(ik); found {
 			old = valueOf(t.Slabs, x)
 		}
 	}

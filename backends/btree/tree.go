@@ -46,9 +46,9 @@ type tree struct {
 	cow   bool
 	// key is the item key of the probe being searched for (see probe).
 	key []byte
-	// hot is the item the last lookup found, valid (hotOK) until the next
-	// write to the tree that may move or drop it: set overwrites its value
-	// in place without a search.
+	// hot is the item the last lookup or Update found, valid (hotOK) until
+	// the next write to the tree that may move or drop it: find returns it
+	// and set overwrites its value in place without a search.
 	hot        item
 	hotOK      bool
 	list       bool // a list state's tree: regions hold a capacity
@@ -175,12 +175,27 @@ func (t *tree) set(ik, v []byte) {
 // lookup returns the value of item key ik, and remembers its item for
 // set.
 func (t *tree) lookup(ik []byte) ([]byte, bool) {
-	x, ok := t.bt.Get(t.probe(ik))
+	x, ok := t.find(ik)
 	if !ok {
 		return nil, false
 	}
 	t.hot, t.hotOK = x, true
 	return valueOf(t.Slabs, x), true
+}
+
+// find returns the item of item key ik. If it is the hot item, the one
+// the last lookup or Update found or wrote in place, it is returned
+// without a descent: a key read again before any write that may move or
+// drop its item (the window of a burst of events, a Get after a Put of
+// the same length) costs a comparison of the inline prefix. Every write
+// that may move or drop an item clears hotOK, and an item's region holds
+// its value until then, so the hot item is the tree's own.
+func (t *tree) find(ik []byte) (item, bool) {
+	p := t.probe(ik)
+	if t.hotOK && t.isHot(&p, ik) {
+		return t.hot, true
+	}
+	return t.bt.Get(p)
 }
 
 // isHot reports whether item key ik, whose probe is p, is the hot item's.
