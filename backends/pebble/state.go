@@ -17,7 +17,42 @@ type state struct {
 	spec   runtime.StateSpec
 	id     uint64
 	handle runtime.State
+	last   lastKey
 }
+
+// lastKey is a state's memory of the key of its last point read or
+// write and of that key's value, so that a read of the same key again
+// costs a comparison of the key, not a read of the pending batch and the
+// database (a Get of a key Pebble holds in its memtable cost ~0.4µs): the
+// key of a window, read at every event of the window, or a Put read back.
+// Every write of the state's keys goes through set, merge, del and
+// delPrefix, which keep it true; Restore, which writes around them, makes
+// every state forget its last key. Only Value and Map Gets read it (lists
+// merge, and read their elements without it). A value longer than
+// maxLastValue is not kept.
+type lastKey struct {
+	key, value []byte
+	found      bool
+	ok         bool // key and found (and value, if found) are the state's
+}
+
+// maxLastValue is the longest value a state keeps in its lastKey.
+const maxLastValue = 4 << 10
+
+// remember makes (key, value, found) the state's last key, unless the
+// value is too long to keep.
+func (l *lastKey) remember(key, value []byte, found bool) {
+	if len(value) > maxLastValue {
+		l.ok = false
+		return
+	}
+	l.key = append(l.key[:0], key...)
+	l.value = append(l.value[:0], value...)
+	l.found, l.ok = found, true
+}
+
+// is reports whether key is the state's last key.
+func (l *lastKey) is(key []byte) bool { return l.ok && bytes.Equal(l.key, key) }
 
 // Spec implements runtime.State.
 func (st *state) Spec() runtime.StateSpec { return st.spec }
@@ -72,40 +107,56 @@ func (st *state) mapKey(k runtime.Key, uk []byte) []byte {
 	return s.kbuf
 }
 
-// get reads the value of key into the store's value buffer: the result is
-// valid until the next Get, and Pebble's own buffer is released at once.
+// get reads the value of key: the state's last key's, if it is key, else
+// from the pending batch or the database, remembered as the last key
+// (Pebble's own buffer is released at once). The result is valid until the
+// next call on the store.
 func (st *state) get(k runtime.Key, key []byte) ([]byte, bool, error) {
+	l := &st.last
+	if l.is(key) {
+		return l.value[:len(l.value):len(l.value)], l.found, nil
+	}
 	s := st.s
 	v, closer, found, err := s.pointRead(key)
 	if err != nil {
 		return nil, false, st.wrap(k, err)
 	}
-	if !found {
-		return nil, false, nil
+	l.remember(key, v, found)
+	var out []byte
+	if found {
+		if l.ok {
+			out = l.value[:len(l.value):len(l.value)]
+		} else {
+			s.vbuf = append(s.vbuf[:0], v...)
+			out = s.vbuf[:len(s.vbuf):len(s.vbuf)]
+		}
 	}
-	if s.vbuf == nil {
-		s.vbuf = make([]byte, 0, 64)
-	}
-	s.vbuf = append(s.vbuf[:0], v...)
 	if closer != nil {
 		if err := closer.Close(); err != nil {
+			l.ok = false
 			return nil, false, st.wrap(k, err)
 		}
 	}
-	return s.vbuf[:len(s.vbuf):len(s.vbuf)], true, nil
+	return out, found, nil
 }
 
 // set, merge, del and delPrefix write through Store.apply: into the
 // pending batch, or as a commit of their own.
+// Each forgets the state's last key if the write failed; set and del
+// remember what they wrote as the last key. Only lists merge, and a list's
+// reads never consult its last key.
 func (st *state) set(k runtime.Key, key, value []byte) error {
 	if err := st.s.apply(opSet, key, value); err != nil {
+		st.last.ok = false
 		return st.wrap(k, err)
 	}
+	st.last.remember(key, value, true)
 	return nil
 }
 
 func (st *state) merge(k runtime.Key, key, value []byte) error {
 	if err := st.s.apply(opMerge, key, value); err != nil {
+		st.last.ok = false
 		return st.wrap(k, err)
 	}
 	return nil
@@ -113,8 +164,10 @@ func (st *state) merge(k runtime.Key, key, value []byte) error {
 
 func (st *state) del(k runtime.Key, key []byte) error {
 	if err := st.s.apply(opDelete, key, nil); err != nil {
+		st.last.ok = false
 		return st.wrap(k, err)
 	}
+	st.last.remember(key, nil, false)
 	return nil
 }
 
@@ -127,6 +180,9 @@ var maxPointClear = 1024
 // there are at most maxPointClear, else with one range deletion.
 func (st *state) delPrefix(k runtime.Key, p []byte) error {
 	s := st.s
+	if bytes.HasPrefix(st.last.key, p) {
+		st.last.ok = false
+	}
 	buf := s.takeBuf()
 	buf = append(buf, p...)
 	buf, _ = storekit.AppendPrefixEnd(buf, buf) // never false: p starts with a key group

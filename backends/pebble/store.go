@@ -67,7 +67,7 @@ type Store struct {
 
 	kbuf     []byte   // the key of the current point operation
 	clearBuf []byte   // the keys of a Clear or DeleteAll being deleted one by one
-	vbuf     []byte   // the value returned by the last Get
+	vbuf     []byte   // the value returned by the last Get, if too long for its state's lastKey
 	wbuf     []byte   // the value being written
 	bufs     [][]byte // spare buffers for iteration bounds (see takeBuf)
 }
@@ -453,6 +453,11 @@ func (s *Store) Restore(src runtime.View) error {
 	// directly.
 	if err := s.commit(); err != nil {
 		return fmt.Errorf("pebble: restore: %w", err)
+	}
+	// The load writes around the states' set: they forget their last
+	// keys (a key read as absent may be loaded).
+	for _, st := range s.states {
+		st.last.ok = false
 	}
 	it, err := s.db.NewIter(&pebbledb.IterOptions{})
 	if err != nil {

@@ -45,6 +45,7 @@ const (
 	registerDropsTTL
 	keepsOperatorLists
 	restoreNotCounted
+	restoreKeepsReads
 )
 
 // flawed is a Model with one flaw.
@@ -54,6 +55,7 @@ type flawed struct {
 	puts    int
 	prev    *MemView
 	aliases map[string][]byte
+	absent  map[string]bool // keys read as absent (restoreKeepsReads)
 }
 
 func newFlawed(f flaw) Factory {
@@ -62,7 +64,7 @@ func newFlawed(f flaw) Factory {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return &flawed{Model: m, flaw: f, aliases: make(map[string][]byte)}
+		return &flawed{Model: m, flaw: f, aliases: make(map[string][]byte), absent: make(map[string]bool)}
 	}
 }
 
@@ -247,6 +249,7 @@ func (v *flawedValue) Put(k runtime.Key, value []byte) error {
 	if v.s.flaw == aliasesValues {
 		v.s.aliases[v.Spec().Name+aliasID(k)] = value // keeps the caller's slice
 	}
+	delete(v.s.absent, v.Spec().Name+aliasID(k))
 	return v.ValueState.Put(k, value)
 }
 
@@ -256,7 +259,16 @@ func (v *flawedValue) Get(k runtime.Key) ([]byte, bool, error) {
 		// maxParallelism read as the store's own (its key group is wrong).
 		k = runtime.MakeKey(k.Bytes(), k.Namespace(), v.s.Config().MaxParallelism)
 	}
+	if v.s.absent[v.Spec().Name+aliasID(k)] {
+		return nil, false, nil
+	}
 	val, found, err := v.ValueState.Get(k)
+	if v.s.flaw == restoreKeepsReads && err == nil && !found {
+		// What a backend does that remembers its reads and writes but
+		// not what a Restore loads (pebble's lastKey, had Restore not
+		// forgotten it).
+		v.s.absent[v.Spec().Name+aliasID(k)] = true
+	}
 	if a, ok := v.s.aliases[v.Spec().Name+aliasID(k)]; ok && found {
 		return a, found, err
 	}
@@ -530,6 +542,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"RegisterDropsTTL", registerDropsTTL, []string{"TTL/Register", "TTL/Rescale1to3"}},
 		{"KeepsOperatorLists", keepsOperatorLists, []string{"Contract/CloseReleasesOperatorLists"}},
 		{"RestoreNotCounted", restoreNotCounted, []string{"Contract/Restore"}},
+		{"RestoreKeepsReads", restoreKeepsReads, []string{"Contract/Restore"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

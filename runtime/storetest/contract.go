@@ -1498,6 +1498,9 @@ func checkRestore(e *env) {
 		dumpStore(other))
 
 	// Two halves restored one after the other make the whole (rescaling).
+	// Keys of the second half read as absent between the two Restores are
+	// found after the second: a store that remembers its reads forgets
+	// them at a Restore.
 	whole := e.newStore(runtime.StoreConfig{})
 	must(whole.Restore(hv), "Restore of the first half")
 	upper := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: runtime.KeyGroupRange{Start: 64, End: mp}})
@@ -1507,7 +1510,36 @@ func checkRestore(e *env) {
 	uv := e.codec(upperSnap)
 	must(upperSnap.Release(), "Release")
 	defer releaseView(uv)
+	wv := register(whole, specFor("restore", runtime.KindValue, false)).(runtime.ValueState)
+	wm := register(whole, specFor("restore", runtime.KindMap, false)).(runtime.MapState)
+	var later []uint32 // keys of the second half
+	for i := uint32(0); i < 64 && len(later) < 3; i++ {
+		if k := u32(i, nil); k.Group() >= 64 {
+			later = append(later, i)
+		}
+	}
+	if len(later) == 0 {
+		fail("no key of the restore source lies in key groups [64, %d)", mp)
+	}
+	for _, i := range later {
+		if got, ok := getValue(wv, u32(i, nil)); ok {
+			fail("Get of key %d before the Restore of its key group = %q, want absent", i, got)
+		}
+		if _, ok, err := wm.Get(u32(i, nil), encString("u")); err != nil || ok {
+			fail("map Get of key %d before the Restore of its key group = (%v, %v), want absent", i, ok, err)
+		}
+	}
 	must(whole.Restore(uv), "Restore of the second half")
+	slices.Reverse(later) // the key read last first
+	for _, i := range later {
+		want := fmt.Sprintf("v%d", i)
+		if got, ok := getValue(wv, u32(i, nil)); !ok || got != want {
+			fail("Get of key %d, read as absent before the Restore of its key group, = (%q, %v) after it, want (%q, true)", i, got, ok, want)
+		}
+		if got, ok, err := wm.Get(u32(i, nil), encString("u")); err != nil || !ok || string(got) != want {
+			fail("map Get of key %d, read as absent before the Restore of its key group, = (%q, %v, %v) after it, want (%q, true)", i, got, ok, err, want)
+		}
+	}
 	expectEq("content after restoring two halves", want, dumpStore(whole))
 
 	// An empty store's snapshot restores nothing.
