@@ -36,6 +36,14 @@ const memEntryOverhead = 184 + 8 + 3
 // stops paying for writes that are no longer coming.
 const readRunCommit = 16
 
+// indexCommit is the number of pending writes from which an iteration
+// commits the pending batch rather than index it (see readBatch): indexing
+// a write costs about what its memtable insertion does (a skiplist
+// insertion each), which the commit makes anyway, so past the commit's
+// fixed cost indexing is work done twice. Below it, a job that iterates
+// at every event does not commit at every event.
+const indexCommit = 128
+
 // maxBatchRangeDels is the number of range deletions (Clear of a map,
 // DeleteAll) after which the pending batch is committed. An indexed batch
 // fragments its range deletions again on the first read after each new
@@ -139,7 +147,7 @@ func (s *Store) readBatch() (*pebbledb.Batch, error) {
 	if b == nil || b.Empty() {
 		return nil, nil
 	}
-	if s.countRead() {
+	if s.countRead() || (!b.Indexed() && s.iterating == 0 && int(b.Count()) >= s.indexCommit) {
 		if err := s.commit(); err != nil {
 			if s.failed != nil {
 				return nil, err
@@ -158,7 +166,8 @@ func (s *Store) readBatch() (*pebbledb.Batch, error) {
 // indexed batch inserts every write into a skiplist of its own, which
 // only reads through the batch use, and which cost a fifth of a Put
 // (BenchmarkValuePut, backend=pebble). The first read that must go
-// through the batch — an iterator, or a point read of a key whose last
+// through the batch — an iterator over fewer than indexCommit pending
+// writes (readBatch commits more), or a point read of a key whose last
 // pending write is a merge operand — copies the pending writes into the
 // indexed batch (ibatch), which keeps them at the same offsets (the
 // pending index stays right) and takes the writes that follow, until the

@@ -692,3 +692,58 @@ func readAllOf(t *testing.T, vs runtime.ValueState, ms runtime.SortedMapState, l
 	}
 	return out
 }
+
+// TestIterationCommitsLargeBatch: an iteration over a pending batch of
+// fewer than 128 writes indexes it (the writes after it go into the
+// indexed batch); over 128 or more, it commits the batch and reads the
+// database, and the writes after it go into a plain batch again. Either
+// way the iteration sees every write.
+func TestIterationCommitsLargeBatch(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	ms := register[runtime.SortedMapState](t, s, mapSpec)
+	commit := func() {
+		t.Helper()
+		snap, err := s.Snapshot()
+		must(t, err)
+		must(t, snap.Release())
+	}
+	commit() // the registration's write
+	k := nsKey(1, "a")
+	entries := func() int {
+		t.Helper()
+		n := 0
+		must(t, ms.Range(k, nil, nil, false, func(uk, v []byte) bool { n++; return true }))
+		return n
+	}
+	puts := 0
+	put := func(n int) {
+		t.Helper()
+		for range n {
+			must(t, ms.Put(k, fmt.Appendf(nil, "u%04d", puts), []byte("v")))
+			puts++
+		}
+	}
+	put(127)
+	if got := entries(); got != 127 {
+		t.Fatalf("iteration over 127 pending writes saw %d entries", got)
+	}
+	if n, ix := s.PendingWrites(), s.PendingIndexed(); n != 127 || !ix {
+		t.Fatalf("after an iteration over 127 pending writes: %d pending, indexed %v; want 127, indexed", n, ix)
+	}
+	put(1)
+	commit()
+	put(128)
+	if got := entries(); got != 256 {
+		t.Fatalf("iteration over 128 pending writes saw %d entries, want 256", got)
+	}
+	if n, ix := s.PendingWrites(), s.PendingIndexed(); n != 0 || ix {
+		t.Fatalf("after an iteration over 128 pending writes: %d pending, indexed %v; want 0, plain", n, ix)
+	}
+	put(1)
+	if n, ix := s.PendingWrites(), s.PendingIndexed(); n != 1 || ix {
+		t.Fatalf("a write after the commit: %d pending, indexed %v; want 1, plain", n, ix)
+	}
+	if got := entries(); got != 257 {
+		t.Fatalf("iteration after the commit saw %d entries, want 257", got)
+	}
+}

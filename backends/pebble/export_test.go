@@ -25,9 +25,10 @@ func (s *Store) PendingWrites() int {
 func (s *Store) PendingIndexed() bool { return s.batch != nil && s.batch.Indexed() }
 
 // KeepPending makes s commit its pending batch only at the size bound,
-// Snapshot, Restore and Close, never after a run of reads: so that every
-// read of a test goes through the pending writes.
-func (s *Store) KeepPending() { s.readRunLimit = 1 << 62 }
+// Snapshot, Restore and Close, never after a run of reads or before an
+// iteration: so that every read of a test goes through the pending
+// writes.
+func (s *Store) KeepPending() { s.readRunLimit, s.indexCommit = 1<<62, 1<<62 }
 
 // SetMaxPointClear sets the most keys a Clear or DeleteAll deletes one by
 // one, for the test, and restores it after.

@@ -49,9 +49,11 @@ type Store struct {
 	// supersedes (see combined). pending is its size in bytes of
 	// memtable (bounded by batchLimit, Options.BatchSize), rangeDels its
 	// range deletions, readRun the reads made in a row while it holds
-	// writes. retired holds committed batches that an iteration running
-	// then may still read. failed is set when a pending batch could not
-	// be committed: every method returns it.
+	// writes (readRunLimit of them commit it; an iteration commits
+	// indexCommit writes or more rather than index them). retired holds
+	// committed batches that an iteration running then may still read.
+	// failed is set when a pending batch could not be committed: every
+	// method returns it.
 	batch        *pebbledb.Batch
 	pbatch       *pebbledb.Batch
 	ibatch       *pebbledb.Batch
@@ -61,6 +63,7 @@ type Store struct {
 	rangeDels    int
 	readRun      int
 	readRunLimit int // readRunCommit; tests raise it
+	indexCommit  int // indexCommit; tests raise it
 	retired      []*pebbledb.Batch
 	failed       error
 	pidx         pendingIndex // the pending batch's writes, for point reads
@@ -203,7 +206,7 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 	}
 	if o.Sync == SyncNone {
 		s.pbatch, s.ibatch, s.cbatch = db.NewBatch(), db.NewIndexedBatch(), db.NewBatch()
-		s.batch, s.batchLimit, s.readRunLimit = s.pbatch, o.BatchSize, readRunCommit
+		s.batch, s.batchLimit, s.readRunLimit, s.indexCommit = s.pbatch, o.BatchSize, readRunCommit, indexCommit
 	}
 	return s, nil
 }
