@@ -216,12 +216,13 @@ func scanTable(r *htab, fn func(rec []byte) bool) bool {
 }
 
 // mutRecord returns record pos of r's new (or old) table for writing. If
-// a live snapshot may see its page, the page is made safe to write first:
-// in the main table, guard saves the record's old bytes in the undo log of
-// every snapshot that sees the page; where that is not possible (a reader
-// is reading the page right now) and in the namespace index, which no
-// snapshot reads, the page, and the directory, are copied instead if a
-// snapshot may see them.
+// a live snapshot may see its page in the main table, the page is made
+// safe to write first: guard saves the record's old bytes in the undo log
+// of every snapshot that sees the page; where that is not possible (a
+// reader is reading the page right now) the page, and the directory, are
+// copied instead if a snapshot may see them. The namespace index, which
+// no snapshot reads (a view holds the main table alone), is written in
+// place.
 func (t *table) mutRecord(r *htab, old bool, pos int) []byte {
 	dirp, epoch, w := &r.dir, &r.dirEpoch, int(r.w)
 	if old {
@@ -229,7 +230,7 @@ func (t *table) mutRecord(r *htab, old bool, pos int) []byte {
 	}
 	i := pos >> pageShift
 	p := &(*dirp)[i]
-	if t.cow && p.epoch < t.frozenEpoch && (r != &t.main || !t.guard(p, i, pos, w)) {
+	if t.cow && p.epoch < t.frozenEpoch && r == &t.main && !t.guard(p, i, pos, w) {
 		if *epoch < t.frozenEpoch {
 			*dirp = append([]pg(nil), *dirp...)
 			*epoch = t.epoch
