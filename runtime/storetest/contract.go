@@ -1532,12 +1532,12 @@ func checkRestore(e *env) {
 	must(whole.Restore(uv), "Restore of the second half")
 	slices.Reverse(later) // the key read last first
 	for _, i := range later {
-		want := fmt.Sprintf("v%d", i)
-		if got, ok := getValue(wv, u32(i, nil)); !ok || got != want {
-			fail("Get of key %d, read as absent before the Restore of its key group, = (%q, %v) after it, want (%q, true)", i, got, ok, want)
+		val := fmt.Sprintf("v%d", i)
+		if got, ok := getValue(wv, u32(i, nil)); !ok || got != val {
+			fail("Get of key %d, read as absent before the Restore of its key group, = (%q, %v) after it, want (%q, true)", i, got, ok, val)
 		}
-		if got, ok, err := wm.Get(u32(i, nil), encString("u")); err != nil || !ok || string(got) != want {
-			fail("map Get of key %d, read as absent before the Restore of its key group, = (%q, %v, %v) after it, want (%q, true)", i, got, ok, err, want)
+		if got, ok, err := wm.Get(u32(i, nil), encString("u")); err != nil || !ok || string(got) != val {
+			fail("map Get of key %d, read as absent before the Restore of its key group, = (%q, %v, %v) after it, want (%q, true)", i, got, ok, err, val)
 		}
 	}
 	expectEq("content after restoring two halves", want, dumpStore(whole))
