@@ -70,7 +70,7 @@
 // read-modify-write: Value.Update and Map.Update set a value to fn(old,
 // found), List.Update sets a list to fn(old); on a store whose values and
 // map entries update in one lookup (ValueUpdater and MapUpdater:
-// backends/cow, backends/btree) Value.Update and Map.Update cost one
+// backends/cow, btree and pebble) Value.Update and Map.Update cost one
 // lookup, not a Get and a Put. Put and Replace overwrite without reading (Replace is a list's
 // Put). A write from inside an iteration fails with ErrWriteDuringIteration;
 // Edit (and SortedMap's EditRange and EditBefore) is the iteration that may

@@ -466,7 +466,7 @@ type RestoreCounter interface {
 }
 
 // ValueUpdater is implemented by the ValueStates of backends that read and
-// write a value in one lookup (backends/cow, backends/btree, and the
+// write a value in one lookup (backends/cow, btree and pebble, and the
 // reference model). The handles' Value.Update uses it when the state has
 // it, and a Get then a Put otherwise: the result is the same, the cost one
 // lookup less.
@@ -481,7 +481,7 @@ type ValueUpdater interface {
 }
 
 // MapUpdater is implemented by the MapStates of backends that read and
-// write a map entry in one lookup (backends/cow, backends/btree, and the
+// write a map entry in one lookup (backends/cow, btree and pebble, and the
 // reference model): ValueUpdater for one entry of a map. The handles'
 // Map.Update uses it when the state has it, and a Get then a Put
 // otherwise.

@@ -202,7 +202,7 @@ func (v Value[K, V]) Put(k K, val V) error {
 // Update sets the value of k to fn(old, found), where old is the current
 // value (the zero V if !found): the shape of a reducing or aggregating
 // function. On a store whose values update in one lookup
-// (runtime.ValueUpdater: backends/cow and backends/btree), it costs one
+// (runtime.ValueUpdater: backends/cow, btree and pebble), it costs one
 // lookup, not a Get and a Put. fn may read the store but not write to it (such a store refuses
 // the write with ErrWriteDuringIteration).
 func (v Value[K, V]) Update(k K, fn func(old V, found bool) V) error {

@@ -184,7 +184,10 @@
 // the memtable). Nexmark q7 ran 84% faster and the five queries 12%
 // faster (p=0.002 and 0.041, -count 6 interleaved, load average 1.1 to
 // 1.2); Gets of random keys, which miss it, did not change against raw
-// Pebble.
+// Pebble. Value and Map Update (runtime.ValueUpdater, MapUpdater) are such
+// a read and a write of one key, encoded and checked once; the old value
+// is copied before the callback runs, since the callback may read the
+// store and so change a state's last key.
 //
 // # Snapshots
 //

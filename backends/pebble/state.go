@@ -140,6 +140,39 @@ func (st *state) get(k runtime.Key, key []byte) ([]byte, bool, error) {
 	return out, found, nil
 }
 
+// update is the Update of the value or map entry at key (of k): one
+// encoding of the key and one check for a read, fn's call with writes
+// refused, and a write of fn's result. The key and the old value are
+// copied first: fn may read the store, which reuses the key buffer and
+// may make another key the state's last.
+func (st *state) update(k runtime.Key, key []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	s := st.s
+	s.ukey = append(s.ukey[:0], key...)
+	key = s.ukey
+	old, found, err := st.get(k, key)
+	if err != nil {
+		return err
+	}
+	s.uold = append(s.uold[:0], old...)
+	old = s.uold[:len(old):len(old)]
+	nv, err := st.callUpdate(fn, old, found)
+	if err != nil {
+		return err
+	}
+	if err := st.checkWrite(k, true); err != nil { // fn may have closed the store
+		return err
+	}
+	return st.set(k, key, nv)
+}
+
+// callUpdate calls the function of an Update, refusing writes while it
+// runs, even if it panics.
+func (st *state) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
+	st.s.iterating++
+	defer st.s.endIteration()
+	return fn(old, found)
+}
+
 // set, merge, del and delPrefix write through Store.apply: into the
 // pending batch, or as a commit of their own.
 // Each forgets the state's last key if the write failed; set and del
@@ -399,6 +432,18 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 	return v.set(k, v.entryKey(k), value)
 }
 
+// Update implements runtime.ValueUpdater: the key is encoded and checked
+// once for the read and the write.
+func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	if err := v.checkWrite(k, true); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: Update with a nil callback", v.spec.Name)
+	}
+	return v.update(k, v.entryKey(k), fn)
+}
+
 // listState is the handle of a KindList state: a list is one key whose
 // value is its length-prefixed elements; Add and AddAll write merge
 // operands, Update a whole value.
@@ -486,6 +531,18 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 		return err
 	}
 	return m.set(k, m.mapKey(k, userKey), value)
+}
+
+// Update implements runtime.MapUpdater: the entry's key is encoded and
+// checked once for the read and the write.
+func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
+	if err := m.checkWrite(k, true); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: Update with a nil callback", m.spec.Name)
+	}
+	return m.update(k, m.mapKey(k, userKey), fn)
 }
 
 // Delete implements runtime.MapState.

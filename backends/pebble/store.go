@@ -69,6 +69,8 @@ type Store struct {
 	pidx         pendingIndex // the pending batch's writes, for point reads
 
 	kbuf     []byte   // the key of the current point operation
+	ukey     []byte   // the key of the Update running
+	uold     []byte   // the old value of the Update running
 	clearBuf []byte   // the keys of a Clear or DeleteAll being deleted one by one
 	vbuf     []byte   // the value returned by the last Get, if too long for its state's lastKey
 	wbuf     []byte   // the value being written
@@ -610,7 +612,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	runtime.ReleaseOperatorStates(s)
-	s.kbuf, s.vbuf, s.wbuf, s.bufs = nil, nil, nil, nil
+	s.kbuf, s.vbuf, s.wbuf, s.bufs, s.ukey, s.uold = nil, nil, nil, nil, nil, nil
 	berr := s.closeBatch()
 	if err := s.h.unref(); err != nil || berr == nil {
 		return err

@@ -1001,6 +1001,10 @@ func updaterOf(st runtime.State) (oneLookup, bool) {
 }
 
 func checkUpdateOn(s runtime.Store, st runtime.State, u oneLookup, k runtime.Key) {
+	// Another entry of the state, which fn reads: old stays what it was
+	// given (a store that hands out a buffer of its reads copies it).
+	other := key(encUint32(2), k.Namespace())
+	must(u.put(other, []byte("other entry")), "Put")
 	var calls []string
 	buf := []byte("first")
 	must(u.update(k, func(old []byte, found bool) ([]byte, error) {
@@ -1017,6 +1021,13 @@ func checkUpdateOn(s runtime.Store, st runtime.State, u oneLookup, k runtime.Key
 		calls = calls[:0]
 		must(u.update(k, func(old []byte, found bool) ([]byte, error) {
 			calls = append(calls, fmt.Sprintf("%q %v", old, found))
+			given := string(old)
+			if got := u.get(other); len(got) != 1 || got[0] != "other entry" {
+				fail("%s.Update: fn reads another entry as %q, want %q", name(st), got, "other entry")
+			}
+			if string(old) != given {
+				fail("%s.Update: fn's old value changed from %q to %q when fn read another entry", name(st), given, old)
+			}
 			if got := u.get(k); len(got) != 1 || got[0] != string(old) {
 				fail("%s.Update: fn reads %q, want what it was given, %q", name(st), got, old)
 			}
@@ -1030,7 +1041,9 @@ func checkUpdateOn(s runtime.Store, st runtime.State, u oneLookup, k runtime.Key
 	}
 	snapVal := ""
 	must(snap.Scan(name(st), k.Group(), func(en runtime.Entry) error {
-		snapVal = string(en.Value)
+		if bytes.Equal(en.Key, k.Bytes()) {
+			snapVal = string(en.Value)
+		}
 		return nil
 	}), "Scan")
 	must(snap.Release(), "Release")
