@@ -37,11 +37,13 @@ const memEntryOverhead = 184 + 8 + 3
 const readRunCommit = 16
 
 // indexCommit is the number of pending writes from which an iteration
-// commits the pending batch rather than index it (see readBatch): indexing
-// a write costs about what its memtable insertion does (a skiplist
-// insertion each), which the commit makes anyway, so past the commit's
-// fixed cost indexing is work done twice. Below it, a job that iterates
-// at every event does not commit at every event.
+// commits the pending batch rather than read through it (see readBatch):
+// indexing a write costs about what its memtable insertion does (a
+// skiplist insertion each), which the commit makes anyway, so past the
+// commit's fixed cost indexing is work done twice — for the writes
+// pending, or, if the batch is indexed already, for those that would
+// follow into it. Below it, a job that iterates at every event does not
+// commit at every event.
 const indexCommit = 128
 
 // maxBatchRangeDels is the number of range deletions (Clear of a map,
@@ -147,7 +149,7 @@ func (s *Store) readBatch() (*pebbledb.Batch, error) {
 	if b == nil || b.Empty() {
 		return nil, nil
 	}
-	if s.countRead() || (!b.Indexed() && s.iterating == 0 && int(b.Count()) >= s.indexCommit) {
+	if s.countRead() || (s.iterating == 0 && int(b.Count()) >= s.indexCommit) {
 		if err := s.commit(); err != nil {
 			if s.failed != nil {
 				return nil, err

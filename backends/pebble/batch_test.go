@@ -695,9 +695,9 @@ func readAllOf(t *testing.T, vs runtime.ValueState, ms runtime.SortedMapState, l
 
 // TestIterationCommitsLargeBatch: an iteration over a pending batch of
 // fewer than 128 writes indexes it (the writes after it go into the
-// indexed batch); over 128 or more, it commits the batch and reads the
-// database, and the writes after it go into a plain batch again. Either
-// way the iteration sees every write.
+// indexed batch); over 128 or more, indexed already or not, it commits the
+// batch and reads the database, and the writes after it go into a plain
+// batch again. Either way the iteration sees every write.
 func TestIterationCommitsLargeBatch(t *testing.T) {
 	s := mustNew(t, pebble.Options{InMemory: true})
 	ms := register[runtime.SortedMapState](t, s, mapSpec)
@@ -730,8 +730,13 @@ func TestIterationCommitsLargeBatch(t *testing.T) {
 	if n, ix := s.PendingWrites(), s.PendingIndexed(); n != 127 || !ix {
 		t.Fatalf("after an iteration over 127 pending writes: %d pending, indexed %v; want 127, indexed", n, ix)
 	}
-	put(1)
-	commit()
+	put(1) // into the indexed batch: 128 pending
+	if got := entries(); got != 128 {
+		t.Fatalf("iteration over 128 pending writes, indexed, saw %d entries, want 128", got)
+	}
+	if n, ix := s.PendingWrites(), s.PendingIndexed(); n != 0 || ix {
+		t.Fatalf("after an iteration over 128 indexed pending writes: %d pending, indexed %v; want 0, plain", n, ix)
+	}
 	put(128)
 	if got := entries(); got != 256 {
 		t.Fatalf("iteration over 128 pending writes saw %d entries, want 256", got)

@@ -118,8 +118,9 @@
 //     phase then reads the database alone;
 //   - an iteration (Iterate, Range, Namespaces, Keys, a timer's Advance)
 //     starts while it holds 128 writes or more, which it would otherwise
-//     index (see below): indexing a write costs about what its insertion
-//     into the memtable does, which the commit makes in its place
+//     index, or whose successors would go into the indexed batch (see
+//     below): indexing a write costs about what its insertion into the
+//     memtable does, which the commit makes in its place
 //     (Nexmark q5, whose windows fire an iteration each thousands of
 //     writes apart, ran 25% faster, the five queries 16%: p=0.002 and
 //     0.004, -count 6 interleaved, load average 0.8 to 1.0; a job that

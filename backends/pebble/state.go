@@ -159,8 +159,8 @@ func (st *state) update(k runtime.Key, key []byte, fn func(old []byte, found boo
 	if err != nil {
 		return err
 	}
-	if err := st.checkWrite(k, true); err != nil { // fn may have closed the store
-		return err
+	if s.closed { // fn may have closed the store
+		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
 	return st.set(k, key, nv)
 }
