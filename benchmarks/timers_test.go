@@ -5,6 +5,7 @@ package benchmarks
 // twice one timer, which is what Flink's heap timer service keeps.
 //
 //	BenchmarkTimerRegister/backend=cow/timers=1M
+//	BenchmarkTimerRegisterAgain/backend=cow/timers=1M
 //	BenchmarkTimerFire/backend=heap/timers=1M
 //
 // Each state holds timers=STATEGEN_BENCH_KEYS timers of int64 keys and
@@ -180,6 +181,27 @@ func BenchmarkTimerRegister(b *testing.B) {
 		for b.Loop() {
 			check(b, t.register(rng.Int64N(int64(n)), key, 1))
 			key++
+		}
+	})
+}
+
+// BenchmarkTimerRegisterAgain registers again one of the state's 100
+// earliest timers, after an Advance that fired none, as a window operator
+// registers its window's timer with every element of the window.
+func BenchmarkTimerRegisterAgain(b *testing.B) {
+	forEachTimerBackend(b, func(b *testing.B, fill func() timerTarget, n int) {
+		t := fill()
+		if fired, err := t.advance(-1); err != nil || fired != 0 {
+			b.Fatalf("Advance(-1) fired %d timers: %v", fired, err)
+		}
+		i := int64(0)
+		for b.Loop() {
+			if err := t.register(i, i, 0); err != nil {
+				b.Fatal(err)
+			}
+			if i++; i == min(100, int64(n)) {
+				i = 0
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/stategen/stategen/runtime"
 )
@@ -104,6 +105,15 @@ func (c *trackedCore) DeleteAll(k runtime.Key) error {
 
 // Keys implements runtime.State.
 func (c *trackedCore) Keys(kg int, fn func(key []byte) bool) error { return c.inner.Keys(kg, fn) }
+
+// CheckWrite implements runtime.WriteChecker: the Tracker refuses what its
+// store refuses.
+func (c *trackedCore) CheckWrite(k runtime.Key) error {
+	if wc, ok := c.inner.(runtime.WriteChecker); ok {
+		return wc.CheckWrite(k)
+	}
+	return fmt.Errorf("checkpoint: state %q: %w: its store does not check writes", c.name, errors.ErrUnsupported)
+}
 
 // begin starts a one-lookup Update of fn: the inner state calls updCB,
 // which calls fn and keeps what it wrote. end ends it, given the inner

@@ -465,6 +465,27 @@ type RestoreCounter interface {
 	Restores() (n uint64, ok bool)
 }
 
+// WriteChecker is implemented by the States of backends that can tell,
+// without writing, whether a write would be refused now and with which
+// error (backends/cow, btree and pebble, the reference model, and
+// checkpoint.Tracker over any of them). Timers use it to answer the
+// Register of a timer they know exists without writing it again, as
+// Flink's timer queues answer it from their cache: a window operator
+// registers its window's timer with every element.
+type WriteChecker interface {
+	// CheckWrite returns the error with which a write of an entry of
+	// (k.Key, k.Namespace) — a Put, or any write of the state's kind —
+	// would be refused before it changed anything: ErrClosed after Close,
+	// ErrKeyGroupNotOwned (or another key error), ErrWriteDuringIteration
+	// inside an iteration's callback, or the error a failed store returns
+	// for every write. It returns nil if the write would be attempted; the
+	// write itself may still fail (a full disk). Errors that depend on
+	// what is written (a user key or value too long) are not checked.
+	// A wrapper of a state that is not a WriteChecker returns an error
+	// wrapping errors.ErrUnsupported, and the caller writes instead.
+	CheckWrite(k Key) error
+}
+
 // ValueUpdater is implemented by the ValueStates of backends that read and
 // write a value in one lookup (backends/cow, btree and pebble, and the
 // reference model). The handles' Value.Update uses it when the state has

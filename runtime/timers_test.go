@@ -397,3 +397,94 @@ func TestTimersRestoredAfterAdvance(t *testing.T) {
 		}
 	}
 }
+
+// putCounter is a store whose sorted map states count their Puts. Its
+// states check writes as their store's do (runtime.WriteChecker), unless
+// hide, when they answer errors.ErrUnsupported as a wrapper of a store that
+// cannot check writes does.
+type putCounter struct {
+	runtime.Store
+	hide bool
+	puts int
+}
+
+func (p *putCounter) Register(spec runtime.StateSpec) (runtime.State, error) {
+	st, err := p.Store.Register(spec)
+	if sm, ok := st.(runtime.SortedMapState); ok && err == nil {
+		return &countedSorted{sm, p}, nil
+	}
+	return st, err
+}
+
+type countedSorted struct {
+	runtime.SortedMapState
+	p *putCounter
+}
+
+func (c *countedSorted) Put(k runtime.Key, uk, v []byte) error {
+	c.p.puts++
+	return c.SortedMapState.Put(k, uk, v)
+}
+
+func (c *countedSorted) CheckWrite(k runtime.Key) error {
+	if wc, ok := c.SortedMapState.(runtime.WriteChecker); ok && !c.p.hide {
+		return wc.CheckWrite(k)
+	}
+	return fmt.Errorf("putCounter: %w", errors.ErrUnsupported)
+}
+
+// TestTimersRegisterAgain: registering a timer that the handles hold among
+// the first timers of its key group writes nothing to a store that checks
+// writes (runtime.WriteChecker), and fails as the write would: from inside
+// an iteration's callback, and after Close. A store that cannot check
+// writes is written to. Either way the timer fires once.
+func TestTimersRegisterAgain(t *testing.T) {
+	for name, newStore := range backendsFor(t) {
+		for _, hide := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/hide=%v", name, hide), func(t *testing.T) {
+				p := &putCounter{Store: newStore(runtime.StoreConfig{}), hide: hide}
+				ts := newTimers(t, p)
+				check(t, ts.Register(10, "a", 0))
+				if got := advance(t, ts, 0); len(got) != 0 { // reads the heads
+					t.Fatalf("Advance(0) fired %v", got)
+				}
+				before := p.puts
+				check(t, ts.Register(10, "a", 0))
+				wantPuts := before
+				if hide {
+					wantPuts++
+				}
+				if p.puts != wantPuts {
+					t.Errorf("registering a held timer again made %d Puts, want %d", p.puts-before, wantPuts-before)
+				}
+				check(t, ts.Register(20, "a", 0))
+				if p.puts != wantPuts+1 {
+					t.Errorf("registering a new timer made %d Puts, want 1", p.puts-wantPuts)
+				}
+
+				// From inside an iteration of the same store, a write is
+				// refused, and so is the Register that would make none.
+				m := must[runtime.Map[string, string, string]](t)(runtime.NewMap(p, runtime.MapDescriptor[string, string, string]{
+					Name: "other", Key: runtime.StringCodec{}, UserKey: runtime.StringCodec{}, Value: runtime.StringCodec{},
+				}))
+				check(t, m.Put("k", "u", "v"))
+				for _, err := range m.All("k") {
+					check(t, err)
+					if err := ts.Register(10, "a", 0); !errors.Is(err, runtime.ErrWriteDuringIteration) {
+						t.Errorf("Register from inside an iteration: %v, want ErrWriteDuringIteration", err)
+					}
+				}
+				if got, want := advance(t, ts, 30), []timer{{Time: 10, Key: "a"}, {Time: 20, Key: "a"}}; !slices.Equal(got, want) {
+					t.Errorf("Advance(30) fired %v, want %v", got, want)
+				}
+
+				check(t, ts.Register(40, "a", 0))
+				advance(t, ts, 30)
+				check(t, p.Close())
+				if err := ts.Register(40, "a", 0); !errors.Is(err, runtime.ErrClosed) {
+					t.Errorf("Register after Close: %v, want ErrClosed", err)
+				}
+			})
+		}
+	}
+}

@@ -78,14 +78,26 @@ func (st *state) rtree(k runtime.Key, usesNS bool) (*tree, error) {
 
 // wtree checks a write of k and returns k's tree, making it if needed.
 func (st *state) wtree(k runtime.Key, usesNS bool) (*tree, error) {
-	if err := st.check(k, usesNS); err != nil {
+	if err := st.checkWrite(k, usesNS); err != nil {
 		return nil, err
-	}
-	if st.s.iterating > 0 {
-		return nil, fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group())
 	}
 	return st.groupTree(k.Group()), nil
 }
+
+// checkWrite is check for a write, which an iteration callback may not
+// make.
+func (st *state) checkWrite(k runtime.Key, usesNS bool) error {
+	if err := st.check(k, usesNS); err != nil {
+		return err
+	}
+	if st.s.iterating > 0 {
+		return fmt.Errorf("%w: state %q, key group %d", ErrWriteDuringIteration, st.spec.Name, k.Group())
+	}
+	return nil
+}
+
+// CheckWrite implements runtime.WriteChecker.
+func (st *state) CheckWrite(k runtime.Key) error { return st.checkWrite(k, true) }
 
 // groupTree returns the tree of key group kg, making it if needed.
 func (st *state) groupTree(kg int) *tree {

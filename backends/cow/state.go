@@ -39,23 +39,39 @@ func (st *state) rtable(k runtime.Key, usesNS bool) (*table, error) {
 	return st.tabs[k.Group()-s.cfg.KeyGroups.Start], nil
 }
 
-// wtable checks a write of k and returns k's table, making it if needed,
-// ready for writing.
-func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
+// writable checks a write of k and returns k's table, nil if it has none
+// yet.
+func (st *state) writable(k runtime.Key, usesNS bool) (*table, error) {
 	t, err := st.rtable(k, usesNS)
 	if err != nil {
 		return nil, err
 	}
-	s := st.s
-	if s.iterating > 0 {
+	if st.s.iterating > 0 {
 		return nil, fmt.Errorf("%w: cow: state %q", runtime.ErrWriteDuringIteration, st.spec.Name)
 	}
+	if t != nil && len(t.Slabs) > arena.MaxSlabs-slabHeadroom {
+		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group())
+	}
+	return t, nil
+}
+
+// CheckWrite implements runtime.WriteChecker.
+func (st *state) CheckWrite(k runtime.Key) error {
+	_, err := st.writable(k, true)
+	return err
+}
+
+// wtable checks a write of k and returns k's table, making it if needed,
+// ready for writing.
+func (st *state) wtable(k runtime.Key, usesNS bool) (*table, error) {
+	t, err := st.writable(k, usesNS)
+	if err != nil {
+		return nil, err
+	}
+	s := st.s
 	if t == nil {
 		t = newTable(st.spec.Kind, &s.opts, s.seq)
 		st.tabs[k.Group()-s.cfg.KeyGroups.Start] = t
-	}
-	if len(t.Slabs) > arena.MaxSlabs-slabHeadroom {
-		return nil, fmt.Errorf("%w: state %q, key group %d", ErrTooLarge, st.spec.Name, k.Group())
 	}
 	if t.cow = s.snaps.Any(); !t.cow && len(t.prot) != 0 {
 		t.dropFreed()

@@ -408,6 +408,11 @@ func TestFullDiskDuringWrites(t *testing.T) {
 	if _, err := fill(vs, n, 1); !errors.Is(err, pebble.ErrFailed) {
 		t.Fatalf("a second Put on a full disk: %v", err)
 	}
+	// CheckWrite refuses what a write would (timers skip the write of a
+	// timer they know exists after asking it).
+	if err := vs.(runtime.WriteChecker).CheckWrite(key(n)); !errors.Is(err, pebble.ErrFailed) {
+		t.Fatalf("CheckWrite on a full disk: %v, want ErrFailed", err)
+	}
 	// Reads still work, and see every acknowledged write (those of the
 	// pending batch too). A snapshot must hold the pending writes, which
 	// cannot be committed while the disk refuses them: it fails, naming

@@ -83,6 +83,18 @@ func (st *state) checkWrite(k runtime.Key, usesNS bool) error {
 	return nil
 }
 
+// CheckWrite implements runtime.WriteChecker: checkWrite, and whether the
+// database takes writes.
+func (st *state) CheckWrite(k runtime.Key) error {
+	if err := st.checkWrite(k, true); err != nil {
+		return err
+	}
+	if err := st.s.h.writable(); err != nil {
+		return st.wrap(k, err)
+	}
+	return nil
+}
+
 // wrap adds the state and key group to an error of Pebble.
 func (st *state) wrap(k runtime.Key, err error) error { return st.wrapGroup(k.Group(), err) }
 

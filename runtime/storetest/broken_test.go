@@ -46,6 +46,7 @@ const (
 	keepsOperatorLists
 	restoreNotCounted
 	restoreKeepsReads
+	checkWriteAccepts
 )
 
 // flawed is a Model with one flaw.
@@ -234,6 +235,25 @@ func (v noLists) Scan(state string, kg int, fn func(runtime.Entry) error) error 
 	}
 	return v.View.Scan(state, kg, fn)
 }
+
+// checkWrite is the CheckWrite of every flawed state: the model's, or,
+// with the flaw, one that accepts every write, as a backend would that
+// forgot a check.
+func (s *flawed) checkWrite(st runtime.State, k runtime.Key) error {
+	if s.flaw == checkWriteAccepts {
+		return nil
+	}
+	return st.(runtime.WriteChecker).CheckWrite(k)
+}
+
+// CheckWrite implements runtime.WriteChecker.
+func (v *flawedValue) CheckWrite(k runtime.Key) error { return v.s.checkWrite(v.ValueState, k) }
+
+// CheckWrite implements runtime.WriteChecker.
+func (l *flawedList) CheckWrite(k runtime.Key) error { return l.s.checkWrite(l.ListState, k) }
+
+// CheckWrite implements runtime.WriteChecker.
+func (m *flawedMap) CheckWrite(k runtime.Key) error { return m.s.checkWrite(m.MapState, k) }
 
 type flawedValue struct {
 	runtime.ValueState
@@ -543,6 +563,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"KeepsOperatorLists", keepsOperatorLists, []string{"Contract/CloseReleasesOperatorLists"}},
 		{"RestoreNotCounted", restoreNotCounted, []string{"Contract/Restore"}},
 		{"RestoreKeepsReads", restoreKeepsReads, []string{"Contract/Restore"}},
+		{"CheckWriteAccepts", checkWriteAccepts, []string{"Contract/CheckWrite"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

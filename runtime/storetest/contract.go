@@ -46,6 +46,7 @@ func contractChecks() []check {
 		{"RestoreErrors", checkRestoreErrors},
 		{"RestoreBadViews", checkRestoreBadViews},
 		{"WriteDuringIteration", checkWriteDuringIteration},
+		{"CheckWrite", checkCheckWrite},
 	}
 }
 
@@ -1731,6 +1732,69 @@ func checkWriteDuringIteration(e *env) {
 	}
 	if d := diff(before, dumpStore(s)); d != "" {
 		fail("refused writes changed the store:\n%s", d)
+	}
+}
+
+// checkCheckWrite: a state that is a runtime.WriteChecker (an optional
+// interface) refuses in CheckWrite what a write of the same key would
+// refuse, with the same error — a key group the store does not own, a
+// namespace on a keyed state, a write from inside an iteration's callback,
+// a closed store — accepts the rest, and changes nothing. Timers rely on
+// it to skip the write of a timer they know exists.
+func checkCheckWrite(e *env) {
+	owned := runtime.KeyGroupRange{Start: 0, End: mp / 2}
+	s := e.newStore(runtime.StoreConfig{MaxParallelism: mp, KeyGroups: owned})
+	kIn := keyInGroups(mp, owned, false)
+	kOut := keyInGroups(mp, owned, true)
+	iter := register(s, specFor("checkwrite.iter", runtime.KindSortedMap, false)).(runtime.SortedMapState)
+	ik := key(kIn, nil)
+	must(iter.Put(ik, []byte("u"), []byte("v")), "Put")
+	type checked struct {
+		wc runtime.WriteChecker
+		k  runtime.Key
+		st runtime.State
+	}
+	var all []checked
+	for _, kind := range kinds {
+		for _, sub := range keyedAndSubKeyed {
+			st := register(s, specFor("checkwrite", kind, sub))
+			wc, ok := st.(runtime.WriteChecker)
+			if !ok {
+				continue
+			}
+			ns, _ := twoNamespaces(sub)
+			in := key(kIn, ns)
+			before := dumpStore(s)
+			must(wc.CheckWrite(in), "%s.CheckWrite of an owned key", name(st))
+			out := key(kOut, ns)
+			wantErr(wc.CheckWrite(out), runtime.ErrKeyGroupNotOwned,
+				fmt.Sprintf("%s.CheckWrite of a key in key group %d, outside %v", name(st), out.Group(), owned), name(st))
+			if !sub {
+				wantErr(wc.CheckWrite(key(kIn, encString("ns"))), runtime.ErrInvalidKey,
+					fmt.Sprintf("%s.CheckWrite with a namespace on a keyed state", name(st)), name(st))
+			}
+			var inside error
+			called := false
+			must(iter.Range(ik, nil, nil, false, func(_, _ []byte) bool {
+				called = true
+				inside = wc.CheckWrite(in)
+				return true
+			}), "Range")
+			if !called {
+				fail("Range: the callback was not called")
+			}
+			wantErr(inside, runtime.ErrWriteDuringIteration, fmt.Sprintf("%s.CheckWrite from inside Range", name(st)), name(st))
+			if d := diff(before, dumpStore(s)); d != "" {
+				fail("%s.CheckWrite changed the store:\n%s", name(st), d)
+			}
+			// What it accepted, a write makes.
+			write(st, in, "after CheckWrite")
+			all = append(all, checked{wc, in, st})
+		}
+	}
+	must(s.Close(), "Close")
+	for _, c := range all {
+		wantErr(c.wc.CheckWrite(c.k), runtime.ErrClosed, fmt.Sprintf("%s.CheckWrite after Close", name(c.st)), name(c.st))
 	}
 }
 

@@ -266,6 +266,9 @@ func (s *stateCore) check(k runtime.Key, usesNamespace, write bool) error {
 	return storekit.CheckKey(&m.cfg, &s.spec, k, usesNamespace)
 }
 
+// CheckWrite implements runtime.WriteChecker.
+func (s *stateCore) CheckWrite(k runtime.Key) error { return s.check(k, true, true) }
+
 func (s *stateCore) lookup(k runtime.Key) *cell {
 	return s.groups[k.Group()][cellKey{string(k.Bytes()), string(k.Namespace())}]
 }
