@@ -252,9 +252,10 @@ func (h *timersHandle[K, N]) timerKey(time int64, k K, ns N) (int, []byte, error
 // what Advance knows of the group — its head, kept in step with the write
 // while it holds the group's first timers (see head.wrote), and its
 // earliest time — and the group to read again if an Advance is running.
-func (sh *timerShared) wrote(i int, uk []byte, time int64, registered bool) {
+// at and held are the head's search for uk (head.search), if it is valid.
+func (sh *timerShared) wrote(i int, uk []byte, time int64, registered bool, at int, held bool) {
 	hd := &sh.heads[i]
-	if hd.valid && hd.wrote(uk, registered) && len(hd.q) > 0 {
+	if hd.valid && hd.wrote(uk, registered, at, held) && len(hd.q) > 0 {
 		// The head holds the group's first timers: its first is the
 		// group's earliest.
 		sh.min[i], sh.known[i] = timerTime(hd.q[0]), true
@@ -299,8 +300,15 @@ func (t Timers[K, N]) write(time int64, k K, ns N, register bool) error {
 	if err != nil {
 		return err
 	}
+	// Where the head holds uk, or would: the store's write leaves the head
+	// as it is, and wrote puts it in step.
+	var at int
+	var held bool
+	if hd := &h.sh.heads[i]; hd.valid {
+		at, held = hd.search(uk)
+	}
 	op := "register timer"
-	if register && h.wc != nil && h.sh.heads[i].holds(uk) {
+	if register && held && h.wc != nil {
 		// Registered already: the write would change nothing, but must
 		// fail as it would.
 		switch err := h.wc.CheckWrite(h.sh.anchors[i]); {
@@ -318,7 +326,7 @@ func (t Timers[K, N]) write(time int64, k K, ns N, register bool) error {
 	if err != nil {
 		return h.errorf(op, err)
 	}
-	h.sh.wrote(i, uk, time, register)
+	h.sh.wrote(i, uk, time, register, at, held)
 	return nil
 }
 
@@ -350,9 +358,9 @@ const maxHeadBytes = 16 << 10
 // more than the head, is not the head's concern; one before it is
 // inserted (its bytes appended to buf) or removed. A head left empty while
 // the group holds more, or whose buffer would outgrow maxHeadBytes, is
-// marked invalid.
-func (hd *head) wrote(uk []byte, registered bool) bool {
-	p, found := slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
+// marked invalid. p and found are search's answer for uk, made before the
+// store's write.
+func (hd *head) wrote(uk []byte, registered bool, p int, found bool) bool {
 	switch {
 	case registered == found:
 		// Registered again, or deleted while absent: nothing changed.
@@ -392,14 +400,10 @@ func (hd *head) wrote(uk []byte, registered bool) bool {
 	return true
 }
 
-// holds reports whether the head is valid and holds the timer uk: then the
-// group holds it.
-func (hd *head) holds(uk []byte) bool {
-	if !hd.valid {
-		return false
-	}
-	_, found := slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
-	return found
+// search returns the index of the timer uk among the head's timers, or
+// where it would be, and whether the head holds it (and so the group).
+func (hd *head) search(uk []byte) (int, bool) {
+	return slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
 }
 
 // next returns the head's first timer, nil if it has none.
