@@ -177,6 +177,17 @@ func (st *state) update(k runtime.Key, key []byte, fn func(old []byte, found boo
 	return st.set(k, key, nv)
 }
 
+// checkUpdate checks an Update of k with fn, before its key is encoded.
+func (st *state) checkUpdate(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
+	if err := st.checkWrite(k, true); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("pebble: state %q: Update with a nil callback", st.spec.Name)
+	}
+	return nil
+}
+
 // callUpdate calls the function of an Update, refusing writes while it
 // runs, even if it panics.
 func (st *state) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
@@ -188,15 +199,23 @@ func (st *state) callUpdate(fn func(old []byte, found bool) ([]byte, error), old
 // set, merge, del and delPrefix write through Store.apply: into the
 // pending batch, or as a commit of their own.
 // Each forgets the state's last key if the write failed; set and del
-// remember what they wrote as the last key. Only lists merge, and a list's
-// reads never consult its last key.
+// remember what they wrote as the last key (wrote). Only lists merge.
 func (st *state) set(k runtime.Key, key, value []byte) error {
 	if err := st.s.apply(opSet, key, value); err != nil {
 		st.last.ok = false
 		return st.wrap(k, err)
 	}
-	st.last.remember(key, value, true)
+	st.wrote(key, value, true)
 	return nil
+}
+
+// wrote makes a key just written the state's last key, unless the state
+// is a list: a list's reads never consult it, and a list's value (all its
+// elements) would be copied for nothing.
+func (st *state) wrote(key, value []byte, found bool) {
+	if st.spec.Kind != runtime.KindList {
+		st.last.remember(key, value, found)
+	}
 }
 
 func (st *state) merge(k runtime.Key, key, value []byte) error {
@@ -212,7 +231,7 @@ func (st *state) del(k runtime.Key, key []byte) error {
 		st.last.ok = false
 		return st.wrap(k, err)
 	}
-	st.last.remember(key, nil, false)
+	st.wrote(key, nil, false)
 	return nil
 }
 
@@ -447,11 +466,8 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 // Update implements runtime.ValueUpdater: the key is encoded and checked
 // once for the read and the write.
 func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
-	if err := v.checkWrite(k, true); err != nil {
+	if err := v.checkUpdate(k, fn); err != nil {
 		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("pebble: state %q: Update with a nil callback", v.spec.Name)
 	}
 	return v.update(k, v.entryKey(k), fn)
 }
@@ -548,11 +564,8 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 // Update implements runtime.MapUpdater: the entry's key is encoded and
 // checked once for the read and the write.
 func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, found bool) ([]byte, error)) error {
-	if err := m.checkWrite(k, true); err != nil {
+	if err := m.checkUpdate(k, fn); err != nil {
 		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("pebble: state %q: Update with a nil callback", m.spec.Name)
 	}
 	return m.update(k, m.mapKey(k, userKey), fn)
 }
