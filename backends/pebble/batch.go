@@ -245,7 +245,7 @@ func (s *Store) commit() error {
 		cb.Reset()
 	}
 	s.pending, s.rangeDels = 0, 0
-	s.pidx.reset()
+	s.keepCommitted(b)
 	s.batch = s.pbatch // empty: b is it, or the indexed batch was filled from it
 	if b.Indexed() && s.iterating > 0 {
 		// An iterator opened by a running iteration may read b (only
@@ -362,6 +362,7 @@ func (s *Store) closeBatch() error {
 	_ = s.ibatch.Close()
 	_ = s.cbatch.Close()
 	s.batch, s.pbatch, s.ibatch, s.cbatch = nil, nil, nil, nil
+	s.cidx, s.crepr = pendingIndex{}, nil
 	return nil
 }
 
@@ -490,19 +491,66 @@ func uvarintLen(n int) int {
 	return l
 }
 
+// The committed batch. A job reads again the keys it wrote a moment ago —
+// a window's count at the window's next bid, a bidder's sessions at its
+// next bid — and once their batch is committed such a read costs a
+// search of Pebble's memtables. So a commit keeps the batch's index
+// (swapped with the pending one, whose memory the next batch then reuses)
+// and a copy of its bytes, and a point read of a key the pending batch
+// does not touch asks them before Pebble: the committed batch's last
+// write of the key is what the database holds of it, the pending batch
+// holding nothing later. A write that reaches the database outside the
+// pending batch (an entry larger than a batch, Restore's loads) forgets
+// the committed batch (Store.write). The cost is a copy of each committed
+// batch's bytes, at most Options.BatchSize, and the memory to hold one.
+
+// keepCommitted makes the pending index and the bytes of b, just
+// committed, the committed batch, and empties the pending index.
+func (s *Store) keepCommitted(b *pebbledb.Batch) {
+	s.pidx, s.cidx = s.cidx, s.pidx
+	s.pidx.reset()
+	s.crepr = append(s.crepr[:0], b.Repr()...)
+}
+
+// forgetCommitted forgets the committed batch.
+func (s *Store) forgetCommitted() {
+	if len(s.cidx.refs) > 0 || len(s.cidx.ranges) > 0 {
+		s.cidx.reset()
+	}
+	s.crepr = s.crepr[:0]
+}
+
+// readCommitted reads key for a point read that the pending batch does
+// not answer: from the committed batch, or the database.
+func (s *Store) readCommitted(key []byte) ([]byte, io.Closer, bool, error) {
+	switch v, ps := s.cidx.lookup(s.crepr, key); ps {
+	case pendingSet:
+		s.chits++
+		return v, nil, true, nil
+	case pendingDeleted:
+		s.chits++
+		return nil, nil, false, nil
+	}
+	// Nothing, or a merge operand, which the database folds.
+	return found3(s.db.Get(key))
+}
+
 // pointRead reads key for a point read (Get): from the pending batch's
-// index, or the database, or through the batch. A found value is valid
-// until closer is closed (closer is nil for a value of the pending
-// batch, valid until the next write).
+// index, the committed batch's, or the database, or through the batch. A
+// found value is valid until closer is closed (closer is nil for a value
+// of a batch, valid until the next write or commit).
 func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found bool, err error) {
 	b := s.batch
-	if b == nil || b.Empty() {
+	if b == nil {
 		return found3(s.db.Get(key))
+	}
+	if b.Empty() {
+		return s.readCommitted(key)
 	}
 	if s.countRead() {
 		err := s.commit()
 		if err == nil {
-			return found3(s.db.Get(key))
+			return s.readCommitted(key)
 		}
 		if s.failed != nil {
 			return nil, nil, false, err
@@ -521,7 +569,7 @@ func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found boo
 		}
 		return found3(ib.Get(key))
 	}
-	return found3(s.db.Get(key))
+	return s.readCommitted(key)
 }
 
 // found3 turns the results of a Get into pointRead's: ErrNotFound into

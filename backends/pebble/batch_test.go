@@ -297,6 +297,139 @@ func TestBatchIndexedOnDemand(t *testing.T) {
 	checkValues("after the second copy")
 }
 
+// TestConformanceCommitted runs the conformance suite on stores whose
+// pending batch holds one small write: each write commits the one before
+// it, so nearly every point read of the suite is one of a key the batch
+// committed last, which the committed batch's index answers (or, for a
+// list's merge operand, Pebble), and every entry larger than ~200 bytes
+// is written outside the batch, which forgets the committed batch.
+func TestConformanceCommitted(t *testing.T) {
+	storetest.Run(t, func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
+		s, err := pebble.New(pebble.Options{StoreConfig: cfg, FS: vfs.NewMem()})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.SetBatchLimit(2*pebble.MemEntryOverhead + 32)
+		return s
+	}, storetest.Sorted())
+}
+
+// TestReadCommitted: a point read of a key that the batch committed last
+// wrote is answered by the committed batch — its Set, its Delete, a range
+// deletion — until a later write of the key, pending or committed; a
+// merge operand is folded by Pebble; and a write that reaches the
+// database outside the pending batch (an entry larger than a batch,
+// Restore's loads) makes the committed batch answer nothing.
+func TestReadCommitted(t *testing.T) {
+	pebble.SetMaxPointClear(t, 0) // a map's Clear is a range deletion
+	const batchSize = 4 << 10
+	s := mustNew(t, pebble.Options{InMemory: true, BatchSize: batchSize})
+	vs := valueState(t, s)
+	ms := register[runtime.SortedMapState](t, s, mapSpec)
+	ls := register[runtime.ListState](t, s, listSpec)
+	commit := func() {
+		t.Helper()
+		snap, err := s.Snapshot() // commits
+		must(t, err)
+		must(t, snap.Release())
+	}
+	// reads checks the values of keys 1 to 4, the map's entries of (1, a)
+	// and the list of (1, a), and returns how many of those point reads
+	// the committed batch answered.
+	reads := func(when string, values map[int]string, entries map[string]string, list string) int64 {
+		t.Helper()
+		before := s.CommittedReads()
+		for i := 1; i <= 4; i++ {
+			want, wantOK := values[i]
+			if got, ok := get(t, vs, i); got != want || ok != wantOK {
+				t.Errorf("%s: value %d = (%.20q, %v) (%d bytes), want (%.20q, %v) (%d bytes)", when, i, got, ok, len(got), want, wantOK, len(want))
+			}
+		}
+		for _, uk := range []string{"u1", "u2", "u3"} {
+			want, wantOK := entries[uk]
+			v, ok, err := ms.Get(nsKey(1, "a"), []byte(uk))
+			must(t, err)
+			if string(v) != want || ok != wantOK {
+				t.Errorf("%s: map (1, a)[%s] = (%q, %v), want (%q, %v)", when, uk, v, ok, want, wantOK)
+			}
+		}
+		var got []string
+		must(t, ls.Get(nsKey(1, "a"), func(e []byte) bool { got = append(got, string(e)); return true }))
+		if strings.Join(got, " ") != list {
+			t.Errorf("%s: list (1, a) = %q, want %q", when, got, list)
+		}
+		return s.CommittedReads() - before
+	}
+
+	put(t, vs, 1, "one")
+	put(t, vs, 2, "two")
+	put(t, vs, 3, "three")
+	must(t, vs.Clear(key(3)))
+	must(t, ms.Put(nsKey(1, "a"), []byte("u1"), []byte("m1")))
+	must(t, ms.Put(nsKey(1, "a"), []byte("u2"), []byte("m2")))
+	must(t, ls.Add(nsKey(1, "a"), []byte("e1")))
+	commit()
+	must(t, ls.Add(nsKey(1, "a"), []byte("e2")))
+	commit()
+	values := map[int]string{1: "one", 2: "two"}
+	entries := map[string]string{"u1": "m1", "u2": "m2"}
+	// The last batch holds the list's second operand only: the values and
+	// entries come from Pebble.
+	if n := reads("after two commits", values, entries, "e1 e2"); n != 0 {
+		t.Errorf("after two commits: the committed batch answered %d reads of keys it does not hold", n)
+	}
+
+	put(t, vs, 1, "uno")
+	must(t, vs.Clear(key(2)))
+	put(t, vs, 4, "four")
+	must(t, ms.Put(nsKey(1, "a"), []byte("u1"), []byte("stale")))
+	must(t, ms.Clear(nsKey(1, "a"))) // a range deletion, after u1's Set
+	must(t, ms.Put(nsKey(1, "a"), []byte("u3"), []byte("m3")))
+	must(t, ls.Add(nsKey(1, "a"), []byte("e3")))
+	commit()
+	values = map[int]string{1: "uno", 4: "four"}
+	entries = map[string]string{"u3": "m3"}
+	// Keys 1 to 4 and u1 to u3 are the committed batch's: 3 is absent
+	// there and in Pebble (the reads of 3 and of the list go to Pebble).
+	if n := reads("after the third commit", values, entries, "e1 e2 e3"); n != 6 {
+		t.Errorf("after the third commit: the committed batch answered %d point reads, want 6 (values 1, 2, 4; entries u1, u2, u3)", n)
+	}
+
+	// Pending writes come first.
+	put(t, vs, 1, "eins")
+	must(t, vs.Clear(key(4)))
+	values = map[int]string{1: "eins"}
+	reads("with pending writes", values, entries, "e1 e2 e3")
+
+	// An entry larger than a batch is written on its own: the committed
+	// batch, which holds key 1's "uno" no longer, forgets.
+	commit()
+	big := strings.Repeat("B", 2*batchSize)
+	put(t, vs, 1, big)
+	values[1] = big
+	if n := reads("after an entry larger than a batch", values, entries, "e1 e2 e3"); n != 0 {
+		t.Errorf("after an entry larger than a batch: the committed batch answered %d reads", n)
+	}
+
+	// Restore loads around the batches: a key the committed batch deleted
+	// reads as restored.
+	src := mustNew(t, pebble.Options{InMemory: true})
+	put(t, valueState(t, src), 3, "restored")
+	snap, err := src.Snapshot()
+	must(t, err)
+	defer snap.Release()
+	dst := mustNew(t, pebble.Options{InMemory: true})
+	dvs := valueState(t, dst)
+	put(t, dvs, 3, "x")
+	must(t, dvs.Clear(key(3)))
+	must(t, dst.Restore(snap)) // commits: the committed batch deletes 3
+	// Restore makes the state forget its last key: this read asks the
+	// store.
+	if v, ok := get(t, dvs, 3); !ok || v != "restored" {
+		t.Fatalf("after Restore: value 3 = (%q, %v), want the restored value", v, ok)
+	}
+}
+
 // TestReadRunCommits: a run of reads with no write commits the pending
 // batch, so that reads go to the database alone; a write in between
 // starts the run again.

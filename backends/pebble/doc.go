@@ -142,17 +142,28 @@
 // batch, which folds it with the database's value. (Pebble's own
 // Batch.Get builds iterators over the batch for every lookup: two
 // allocations, and a merge of the batch into the LSM lookup, even for
-// keys the batch does not hold.) Iterations (Iterate, Range, Namespaces,
-// Keys) over fewer than 128 pending writes open their iterator on the
-// batch, which overlays the pending writes on the database: that takes a
-// Pebble indexed batch, which inserts every write into a skiplist of its
-// own. The writes go into a
-// plain batch, which Pebble does not index, and the first read that must
-// go through the batch (an iterator, or a list with pending operands)
-// copies them into an indexed batch, which takes the writes that follow
-// until the commit; so a phase of writes alone never pays for the index
-// (a fifth of a Put), and one of reads and writes pays it once per write
-// and one copy of the batch's bytes per commit. An indexed batch
+// keys the batch does not hold.) A commit keeps that index, and a copy of
+// the batch's bytes, as the committed batch, which answers the point
+// reads of the keys it wrote that the pending batch does not touch: what
+// it wrote last of a key is what the database holds, until a write
+// reaches the database outside the pending batch (an entry larger than a
+// batch, Restore), which forgets it. A job reads again what it wrote a
+// moment ago, and such a read then costs a hash lookup rather than a
+// search of Pebble's memtables: Nexmark's q11, which reads and writes a
+// bidder's sessions at each of its bids, ran 23% faster (11% with a
+// checkpoint a second; -count 12 interleaved, p=0.002 and 0.012); the
+// five queries together did not change measurably.
+//
+// Iterations (Iterate, Range, Namespaces, Keys) over fewer than 128
+// pending writes open their iterator on the batch, which overlays the
+// pending writes on the database: that takes a Pebble indexed batch,
+// which inserts every write into a skiplist of its own. The writes go
+// into a plain batch, which Pebble does not index, and the first read
+// that must go through the batch (an iterator, or a list with pending
+// operands) copies them into an indexed batch, which takes the writes
+// that follow until the commit; so a phase of writes alone never pays for
+// the index (a fifth of a Put), and one of reads and writes pays it once
+// per write and one copy of the batch's bytes per commit. An indexed batch
 // fragments its range deletions again on the first read after each new
 // one, in time linear in their number, which is why a batch is committed
 // at 32 of them.

@@ -136,9 +136,10 @@ type Options struct {
 	// most: a quarter of MemTableSize (2 MiB for the default memtables),
 	// so that a committed batch is applied to the memtable rather than
 	// becoming a memtable of its own (Pebble's threshold is half a
-	// memtable). It is ignored
-	// with a write-ahead log (SyncWAL, SyncAlways), where every write is
-	// committed on its own.
+	// memtable). The store holds the pending batch and a copy of the
+	// batch it committed last, so up to twice its key and value bytes on
+	// the Go heap. It is ignored with a write-ahead log (SyncWAL,
+	// SyncAlways), where every write is committed on its own.
 	BatchSize int64
 
 	// Existing is the policy for a working directory that already holds

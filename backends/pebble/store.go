@@ -67,6 +67,12 @@ type Store struct {
 	retired      []*pebbledb.Batch
 	failed       error
 	pidx         pendingIndex // the pending batch's writes, for point reads
+	// cidx is the index of the batch committed last, and crepr a copy of
+	// its bytes: a point read of a key the pending batch does not touch
+	// asks them before Pebble (see readCommitted).
+	cidx  pendingIndex
+	crepr []byte
+	chits int64 // the point reads the committed batch answered
 
 	kbuf     []byte   // the key of the current point operation
 	ukey     []byte   // the key of the Update running
@@ -625,6 +631,7 @@ func (s *Store) Close() error {
 // fails if the working directory has failed or refuses writes (see
 // handle.room), and turns a fatal Pebble error into ErrFailed.
 func (s *Store) write(n int64, fn func() error) error {
+	s.forgetCommitted()
 	if err := s.h.writable(); err != nil {
 		return err
 	}
