@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmarks behind benchmarks/REPORT.md into benchmarks/results/
-# and regenerates the report's tables and chart from them (benchreport fill).
+# and regenerates the report's tables and charts from them (benchreport fill).
 #
 #   bash benchmarks/report.sh            every run (about an hour on 2 cores)
 #   bash benchmarks/report.sh checkpoint only the named runs: ops, flat, memory,
@@ -43,4 +43,4 @@ for r in "${runs[@]}"; do
 	esac
 done
 go run ./benchmarks/cmd/benchreport fill benchmarks/REPORT.md
-echo "benchmarks/REPORT.md and benchmarks/chart.svg regenerated; update the prose's figures by hand"
+echo "benchmarks/REPORT.md, chart.svg and nexmark.svg regenerated; update the prose's figures by hand"
