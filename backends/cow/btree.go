@@ -96,21 +96,23 @@ func lowerBound(items []byte, n, stride int, kp uint64) int {
 }
 
 // leafSearch returns the index of the first item >= key in a leaf and
-// whether it equals key. Prefixes decide, but for the items whose prefix
-// is key's, which are compared whole.
-func leafSearch(slabs [][]byte, nd []byte, kp uint64, key []byte) (int, bool) {
+// whether it equals key, with the item's value if it does. Prefixes
+// decide, but for the items whose prefix is key's, which are compared
+// whole (and whose entry, decoded for the comparison, gives the value).
+func leafSearch(slabs [][]byte, nd []byte, kp uint64, key []byte) (int, []byte, bool) {
 	n := nodeN(nd)
 	items := nd[8 : 8+16*n]
 	i := lowerBound(items, n, 2, kp)
 	for ; i < n && binary.LittleEndian.Uint64(items[16*i:]) == kp; i++ {
-		switch c := bytes.Compare(itemKey(arena.At(slabs, binary.LittleEndian.Uint64(items[16*i+8:]))), key); {
+		uk, v, _, _ := decodeItem(arena.At(slabs, binary.LittleEndian.Uint64(items[16*i+8:])))
+		switch c := bytes.Compare(uk, key); {
 		case c == 0:
-			return i, true
+			return i, v, true
 		case c > 0:
-			return i, false
+			return i, nil, false
 		}
 	}
-	return i, false
+	return i, nil, false
 }
 
 // route returns the child of an inner node that holds key: the last i >= 1
@@ -162,12 +164,7 @@ func btGet(slabs [][]byte, r *btree, key []byte) ([]byte, bool) {
 		nd := arena.At(slabs, ref)
 		ref = child(nd, route(slabs, nd, kp, key, false))
 	}
-	nd := arena.At(slabs, ref)
-	i, ok := leafSearch(slabs, nd, kp, key)
-	if !ok {
-		return nil, false
-	}
-	_, v, _, ok := decodeItem(arena.At(slabs, leafRef(nd, i)))
+	_, v, ok := leafSearch(slabs, arena.At(slabs, ref), kp, key)
 	return v, ok
 }
 
@@ -223,7 +220,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 	path := descend(t.Slabs, r, kp, key, buf[:0])
 	h := int(r.height)
 	nd := arena.At(t.Slabs, path[h].ref)
-	idx, found := leafSearch(t.Slabs, nd, kp, key)
+	idx, _, found := leafSearch(t.Slabs, nd, kp, key)
 	path[h].idx = idx
 	if found {
 		old := leafRef(nd, idx)
@@ -357,7 +354,7 @@ func (t *table) btDelete(r *btree, key []byte) bool {
 	path := descend(t.Slabs, r, kp, key, buf[:0])
 	h := int(r.height)
 	nd := arena.At(t.Slabs, path[h].ref)
-	idx, found := leafSearch(t.Slabs, nd, kp, key)
+	idx, _, found := leafSearch(t.Slabs, nd, kp, key)
 	if !found {
 		return false
 	}
@@ -443,7 +440,7 @@ func (it *btIter) asc(ref uint64, h int, lo []byte) bool {
 	if h == 0 {
 		i := 0
 		if lo != nil {
-			i, _ = leafSearch(it.slabs, nd, prefix(lo), lo)
+			i, _, _ = leafSearch(it.slabs, nd, prefix(lo), lo)
 		}
 		for ; i < n; i++ {
 			uk, v, _, ok := decodeItem(arena.At(it.slabs, leafRef(nd, i)))
@@ -479,7 +476,7 @@ func (it *btIter) desc(ref uint64, h int, hi []byte) bool {
 	if h == 0 {
 		i := n - 1
 		if hi != nil {
-			j, _ := leafSearch(it.slabs, nd, prefix(hi), hi)
+			j, _, _ := leafSearch(it.slabs, nd, prefix(hi), hi)
 			i = j - 1
 		}
 		for ; i >= 0; i-- {
