@@ -305,11 +305,12 @@ func TestBatchIndexedOnDemand(t *testing.T) {
 // is written outside the batch, which forgets the committed batch.
 func TestConformanceCommitted(t *testing.T) {
 	storetest.Run(t, func(tb testing.TB, cfg runtime.StoreConfig) runtime.Store {
-		s, err := pebble.New(pebble.Options{StoreConfig: cfg, FS: vfs.NewMem()})
+		// Each write counts ~200 bytes of skiplist node beside its key
+		// and value (see Options.BatchSize).
+		s, err := pebble.New(pebble.Options{StoreConfig: cfg, FS: vfs.NewMem(), BatchSize: 420})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		s.SetBatchLimit(2*pebble.MemEntryOverhead + 32)
 		return s
 	}, storetest.Sorted())
 }

@@ -48,13 +48,3 @@ func (s *Store) Stalls() (waits, pebbleStalls int64) {
 // CommittedReads returns the number of point reads that the committed
 // batch answered (see Store.readCommitted).
 func (s *Store) CommittedReads() int64 { return s.chits }
-
-// SetBatchLimit bounds the pending batch at n bytes of memtable instead of
-// Options.BatchSize, which cannot go below a write's skiplist node: at
-// 2*memEntryOverhead, each write of a small entry commits the one before
-// it.
-func (s *Store) SetBatchLimit(n int64) { s.batchLimit = n }
-
-// MemEntryOverhead is what the pending batch counts for an entry besides
-// its key and value.
-const MemEntryOverhead = memEntryOverhead
