@@ -454,9 +454,9 @@ const (
 )
 
 // lookup returns what the pending batch, whose bytes are repr, says of
-// key, and the value of a pending Set (in repr).
-func (x *pendingIndex) lookup(repr, key []byte) ([]byte, pendingState) {
-	r, ok := x.refs[xxhash.Sum64(key)]
+// key, whose xxhash is h, and the value of a pending Set (in repr).
+func (x *pendingIndex) lookup(repr, key []byte, h uint64) ([]byte, pendingState) {
+	r, ok := x.refs[h]
 	var seq uint32
 	if ok {
 		if int(r.valOff+r.valLen) > len(repr) || !bytes.Equal(repr[r.keyOff:r.keyOff+r.keyLen], key) {
@@ -514,16 +514,21 @@ func (s *Store) keepCommitted(b *pebbledb.Batch) {
 
 // forgetCommitted forgets the committed batch.
 func (s *Store) forgetCommitted() {
-	if len(s.cidx.refs) > 0 || len(s.cidx.ranges) > 0 {
-		s.cidx.reset()
-	}
+	s.cidx.reset()
 	s.crepr = s.crepr[:0]
 }
 
-// readCommitted reads key for a point read that the pending batch does
-// not answer: from the committed batch, or the database.
-func (s *Store) readCommitted(key []byte) ([]byte, io.Closer, bool, error) {
-	switch v, ps := s.cidx.lookup(s.crepr, key); ps {
+// readCommitted reads key, whose xxhash is h (0 if not computed yet), for
+// a point read that the pending batch does not answer: from the committed
+// batch, or the database.
+func (s *Store) readCommitted(key []byte, h uint64) ([]byte, io.Closer, bool, error) {
+	if len(s.crepr) == 0 {
+		return found3(s.db.Get(key))
+	}
+	if h == 0 {
+		h = xxhash.Sum64(key)
+	}
+	switch v, ps := s.cidx.lookup(s.crepr, key, h); ps {
 	case pendingSet:
 		s.chits++
 		return v, nil, true, nil
@@ -545,19 +550,20 @@ func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found boo
 		return found3(s.db.Get(key))
 	}
 	if b.Empty() {
-		return s.readCommitted(key)
+		return s.readCommitted(key, 0)
 	}
 	if s.countRead() {
 		err := s.commit()
 		if err == nil {
-			return s.readCommitted(key)
+			return s.readCommitted(key, 0)
 		}
 		if s.failed != nil {
 			return nil, nil, false, err
 		}
 		// The directory refuses writes now: read through the batch.
 	}
-	switch v, ps := s.pidx.lookup(b.Repr(), key); ps {
+	h := xxhash.Sum64(key)
+	switch v, ps := s.pidx.lookup(b.Repr(), key, h); ps {
 	case pendingSet:
 		return v, nil, true, nil
 	case pendingDeleted:
@@ -569,7 +575,7 @@ func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found boo
 		}
 		return found3(ib.Get(key))
 	}
-	return s.readCommitted(key)
+	return s.readCommitted(key, h)
 }
 
 // found3 turns the results of a Get into pointRead's: ErrNotFound into
