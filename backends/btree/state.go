@@ -38,7 +38,7 @@ func (st *state) check(k runtime.Key, usesNS bool) error {
 	if s.closed {
 		return fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
-	if err := storekit.CheckKey(&s.cfg, &st.spec, k, usesNS); err != nil {
+	if err := storekit.CheckKey(&s.cfg, &st.spec, &k, usesNS); err != nil {
 		return err
 	}
 	if len(k.Bytes())+len(k.Namespace()) > MaxKeyBytes {

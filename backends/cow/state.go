@@ -33,7 +33,7 @@ func (st *state) rtable(k runtime.Key, usesNS bool) (*table, error) {
 	if s.closed {
 		return nil, fmt.Errorf("%w: state %q", runtime.ErrClosed, st.spec.Name)
 	}
-	if err := storekit.CheckKey(&s.cfg, &st.spec, k, usesNS); err != nil {
+	if err := storekit.CheckKey(&s.cfg, &st.spec, &k, usesNS); err != nil {
 		return nil, err
 	}
 	return st.tabs[k.Group()-s.cfg.KeyGroups.Start], nil

@@ -68,7 +68,7 @@ func (st *state) check(k runtime.Key, usesNS bool) error {
 	if s.failed != nil {
 		return fmt.Errorf("pebble: state %q: %w", st.spec.Name, s.failed)
 	}
-	return storekit.CheckKey(&s.cfg, &st.spec, k, usesNS)
+	return storekit.CheckKey(&s.cfg, &st.spec, &k, usesNS)
 }
 
 // checkWrite is check for a write, which an iteration callback may not

@@ -241,18 +241,23 @@ func CheckKeys(cfg *runtime.StoreConfig, name string, closed bool, kg int, fn fu
 // runtime.ErrInvalidKey; its key group is one the store owns, and otherwise
 // runtime.ErrKeyGroupNotOwned; and, when usesNS, it carries a namespace
 // only if the state is sub-keyed (runtime.ErrInvalidKey). The errors name
-// the state and the key group. CheckKey inlines: the failure path is a
-// call.
-func CheckKey(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k runtime.Key, usesNS bool) error {
-	if k.MaxParallelism() != cfg.MaxParallelism || !cfg.KeyGroups.Contains(k.Group()) ||
-		usesNS && !spec.SubKeyed && len(k.Namespace()) != 0 {
-		return keyError(cfg, spec, k)
+// the state and the key group.
+//
+// It takes the Key by pointer: a Key is eight words, and one passed by
+// value beside three more arguments does not fit the registers of a call,
+// so it is copied to the callee's arguments with wide moves that cannot be
+// forwarded from the narrow stores that spilled it — a stall on every
+// operation of every backend.
+func CheckKey(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k *runtime.Key, usesNS bool) error {
+	if k.MaxParallelism() == cfg.MaxParallelism && cfg.KeyGroups.Contains(k.Group()) &&
+		(!usesNS || spec.SubKeyed || len(k.Namespace()) == 0) {
+		return nil
 	}
-	return nil
+	return keyError(cfg, spec, k)
 }
 
 // keyError is CheckKey's failure.
-func keyError(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k runtime.Key) error {
+func keyError(cfg *runtime.StoreConfig, spec *runtime.StateSpec, k *runtime.Key) error {
 	switch {
 	case k.MaxParallelism() == 0:
 		return fmt.Errorf("%w: state %q: the zero Key (build keys with runtime.MakeKey)", runtime.ErrInvalidKey, spec.Name)

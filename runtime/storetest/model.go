@@ -263,7 +263,7 @@ func (s *stateCore) check(k runtime.Key, usesNamespace, write bool) error {
 	if write && m.callbacks > 0 {
 		return fmt.Errorf("%w: state %q", runtime.ErrWriteDuringIteration, s.spec.Name)
 	}
-	return storekit.CheckKey(&m.cfg, &s.spec, k, usesNamespace)
+	return storekit.CheckKey(&m.cfg, &s.spec, &k, usesNamespace)
 }
 
 // CheckWrite implements runtime.WriteChecker.
