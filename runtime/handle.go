@@ -64,13 +64,19 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	return st, nil
 }
 
-// key encodes (k, n) into h.buf and returns its Key; the namespace is empty
-// for keyed states. Further appends to h.buf (a user key) must use h.buf
-// past len(key.Key)+len(key.Namespace) and must not grow the slices the Key
-// holds: the Key's slices are capped so that appending elsewhere is safe.
-// valueHandle.get builds its Key with these same lines, in its own frame
-// (see there why): a change here must be made there too.
-func (h *handle[K, N]) key(k K, n N) Key {
+// key encodes (k, n) into h.buf and makes *key its Key; the namespace is
+// empty for keyed states. Further appends to h.buf (a user key) must use
+// h.buf past len(key.Key)+len(key.Namespace) and must not grow the slices
+// the Key holds: the Key's slices are capped so that appending elsewhere is
+// safe. valueHandle.lookup builds its Key with these same lines, in its own
+// frame (see there why): a change here must be made there too.
+//
+// It writes the caller's Key rather than returning one: a Key is eight
+// words, which the compiler keeps in memory, and a returned one is spilled
+// from the result registers a word at a time and copied to the caller's
+// variable with 16-byte moves, which cannot be forwarded from those stores
+// (see Key.set).
+func (h *handle[K, N]) key(key *Key, k K, n N) {
 	buf := h.kc.AppendKey(h.buf[:0], k)
 	kl := len(buf)
 	if h.nc != nil {
@@ -78,7 +84,7 @@ func (h *handle[K, N]) key(k K, n N) Key {
 	}
 	h.buf = buf
 	kb := buf[:kl:kl]
-	return makeKey(HashKey(kb), kb, buf[kl:len(buf):len(buf)], h.maxP)
+	key.set(HashKey(kb), kb, buf[kl:len(buf):len(buf)], h.maxP)
 }
 
 // userKey appends the encoding of uk to h.buf after the bytes of key and
@@ -223,7 +229,8 @@ func decodeKeyAll[T any](c KeyCodec[T], b []byte) (T, error) {
 func (h *handle[K, N]) namespaces(st State, k K) func(yield func(N, error) bool) {
 	return func(yield func(N, error) bool) {
 		var zero N
-		key := h.key(k, zero)
+		var key Key
+		h.key(&key, k, zero)
 		defer h.give(h.take())
 		var ierr error
 		err := st.Namespaces(key, func(ns []byte) bool {
@@ -290,7 +297,9 @@ func (h *handle[K, N]) eachKey(st State, kg int, yield func(K, error) bool) bool
 // deleteAll implements the DeleteAll method of sub-keyed handles.
 func (h *handle[K, N]) deleteAll(st State, k K) error {
 	var zero N
-	if err := st.DeleteAll(h.key(k, zero)); err != nil {
+	var key Key
+	h.key(&key, k, zero)
+	if err := st.DeleteAll(key); err != nil {
 		return h.errorf("delete all namespaces", err)
 	}
 	return nil
@@ -298,7 +307,9 @@ func (h *handle[K, N]) deleteAll(st State, k K) error {
 
 // clear implements Delete of values and lists and Clear of maps.
 func (h *handle[K, N]) clear(st State, k K, n N) error {
-	if err := st.Clear(h.key(k, n)); err != nil {
+	var key Key
+	h.key(&key, k, n)
+	if err := st.Clear(key); err != nil {
 		return h.errorf("clear", err)
 	}
 	return nil

@@ -90,7 +90,8 @@ func (h *listHandle[K, N, V]) getInto(k K, n N, dst *[]V) error {
 		// reads the state): the handle's callback is taken.
 		return h.getIntoNested(k, n, dst)
 	}
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	*dst = (*dst)[:0]
 	h.intoDst, h.intoErr = dst, nil
 	err := h.st.Get(key, h.intoCB)
@@ -166,7 +167,8 @@ func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[
 
 func (h *listHandle[K, N, V]) all(k K, n N) Seq[V] {
 	return func(yield func(V, error) bool) {
-		key := h.key(k, n)
+		var key Key
+		h.key(&key, k, n)
 		defer h.give(h.take())
 		sc := h.scan()
 		defer h.done(sc)
@@ -198,7 +200,8 @@ func (h *listHandle[K, N, V]) get(k K, n N) ([]V, error) {
 }
 
 func (h *listHandle[K, N, V]) add(k K, n N, v V) error {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
 	if err := h.st.Add(key, h.vbuf); err != nil {
 		return h.errorf("add", err)
@@ -227,7 +230,8 @@ func (h *listHandle[K, N, V]) addAll(k K, n N, vs []V) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	if err := h.st.AddAll(key, h.encodeAll(vs)); err != nil {
 		return h.errorf("add all", err)
 	}
@@ -235,7 +239,8 @@ func (h *listHandle[K, N, V]) addAll(k K, n N, vs []V) error {
 }
 
 func (h *listHandle[K, N, V]) replace(k K, n N, vs []V) error {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	if err := h.st.Replace(key, h.encodeAll(vs)); err != nil {
 		return h.errorf("replace", err)
 	}

@@ -183,7 +183,8 @@ func (h *mapHandle[K, N, UK, V]) getInto(k K, n N, uk UK, dst *V) (bool, error) 
 // lookup returns the encoded value of (k, n, uk), valid until the next
 // call on the store.
 func (h *mapHandle[K, N, UK, V]) lookup(k K, n N, uk UK) ([]byte, bool, error) {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	b, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
 	if err != nil {
 		return nil, false, h.errorf("get", err)
@@ -192,7 +193,8 @@ func (h *mapHandle[K, N, UK, V]) lookup(k K, n N, uk UK) ([]byte, bool, error) {
 }
 
 func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	_, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
 	if err != nil {
 		return false, h.errorf("contains", err)
@@ -201,7 +203,8 @@ func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
 }
 
 func (h *mapHandle[K, N, UK, V]) put(k K, n N, uk UK, v V) error {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	ukb := userKey(&h.buf, h.ukc, uk)
 	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
 	if err := h.st.Put(key, ukb, h.vbuf); err != nil {
@@ -224,7 +227,8 @@ func (h *mapHandle[K, N, UK, V]) update(k K, n N, uk UK, fn func(old V, found bo
 		}
 		return h.put(k, n, uk, fn(old, found))
 	}
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	ukb := userKey(&h.buf, h.ukc, uk)
 	// fn may read through this handle: its keys must not overwrite the
 	// bytes of key and ukb (see take).
@@ -236,7 +240,8 @@ func (h *mapHandle[K, N, UK, V]) update(k K, n N, uk UK, fn func(old V, found bo
 }
 
 func (h *mapHandle[K, N, UK, V]) delete(k K, n N, uk UK) error {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	if err := h.st.Delete(key, userKey(&h.buf, h.ukc, uk)); err != nil {
 		return h.errorf("delete", err)
 	}
@@ -254,7 +259,8 @@ const (
 // lo and hi bound the user keys for sorted ranges (nil: unbounded).
 func (h *mapHandle[K, N, UK, V]) scan(k K, n N, what int, lo, hi *UK, reverse bool) Seq[MapEntry[UK, V]] {
 	return func(yield func(MapEntry[UK, V], error) bool) {
-		key := h.key(k, n)
+		var key Key
+		h.key(&key, k, n)
 		var lob, hib []byte
 		if lo != nil {
 			lob = userKey(&h.buf, h.ukc, *lo)
@@ -317,7 +323,8 @@ func (h *mapHandle[K, N, UK, V]) isEmpty(k K, n N) (bool, error) {
 
 // edge returns the first (or, if last, the last) entry of a sorted map.
 func (h *mapHandle[K, N, UK, V]) edge(k K, n N, last bool) (MapEntry[UK, V], bool, error) {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	c := &h.edgec
 	var err error
 	if last {
@@ -343,7 +350,8 @@ func (h *mapHandle[K, N, UK, V]) edit(k K, n N, lo, hi *UK, fn func(uk UK, v *V)
 	if fn == nil {
 		return h.errorf("edit", fmt.Errorf("nil callback"))
 	}
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	var lob, hib []byte
 	if lo != nil {
 		lob = userKey(&h.buf, h.ukc, *lo)

@@ -262,8 +262,24 @@ func MakeKey(key, namespace []byte, maxParallelism int) Key {
 }
 
 // makeKey is MakeKey with the key's hash computed already.
-func makeKey(hash uint64, key, namespace []byte, maxParallelism int) Key {
-	return Key{hash: hash, gp: uint64(KeyGroupOfHash(hash, maxParallelism)) | uint64(maxParallelism)<<32, key: key, ns: namespace}
+func makeKey(hash uint64, key, namespace []byte, maxParallelism int) (k Key) {
+	k.set(hash, key, namespace, maxParallelism)
+	return k
+}
+
+// set makes *k the Key of makeKey's arguments, a field at a time. A Key is
+// eight words, more than the compiler keeps in registers: a composite
+// literal is built in a temporary with word-sized stores and copied to its
+// destination with 16-byte moves, which cannot be forwarded from those
+// stores and wait for them to reach the cache (a stall of about a dozen
+// cycles each, on every operation of a handle). Stored a field at a time,
+// into the variable a function returns, it is read back with word-sized
+// loads only.
+func (k *Key) set(hash uint64, key, namespace []byte, maxParallelism int) {
+	k.hash = hash
+	k.gp = uint64(KeyGroupOfHash(hash, maxParallelism)) | uint64(maxParallelism)<<32
+	k.key = key
+	k.ns = namespace
 }
 
 // Group returns the key group of the key: KeyGroupOfHash(Hash(),

@@ -90,11 +90,12 @@ func (h *valueHandle[K, N, V]) getInto(k K, n N, dst *V) (bool, error) {
 // lookup returns the encoded value of (k, n), valid until the next call on
 // the store.
 //
-// It builds the Key itself, as handle.key does, rather than calling key:
-// a Key is eight words, which the compiler keeps in memory, and one
-// returned by value is copied with wide moves that cannot be forwarded
-// from the stores that made it. A Get is the most frequent operation, and
-// on a table larger than the cache its cost is in how many lookups the
+// It builds the Key itself, as handle.key does, rather than calling key,
+// and passes it straight to the store: a Key is eight words, which the
+// compiler keeps in memory, and one copied from where it was built is
+// copied with wide moves that cannot be forwarded from the stores that
+// made it (see Key.set). A Get is the most frequent operation, and on a
+// table larger than the cache its cost is in how many lookups the
 // processor overlaps; the call and the copies cost about 10% of it at 1M
 // keys (benchmarks.BenchmarkValueGet, backend=cow).
 func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
@@ -112,7 +113,8 @@ func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
 }
 
 func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
 	if err := h.st.Put(key, h.vbuf); err != nil {
 		return h.errorf("put", err)
@@ -134,7 +136,8 @@ func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) er
 		}
 		return h.put(k, n, fn(old, found))
 	}
-	key := h.key(k, n)
+	var key Key
+	h.key(&key, k, n)
 	// fn may read through this handle: its keys must not overwrite key's
 	// bytes (see take).
 	buf := h.take()

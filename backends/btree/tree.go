@@ -112,9 +112,15 @@ func (t *tree) before(x, p item, k []byte) bool {
 
 // probe returns an item that compares equal to item key k, for searches
 // of the live tree until the next probe. It does not copy k.
-func (t *tree) probe(k []byte) item {
+func (t *tree) probe(k []byte) (p item) {
+	t.setProbe(&p, k)
+	return p
+}
+
+// setProbe is probe into *p (see item.setProbe).
+func (t *tree) setProbe(p *item, k []byte) {
 	t.key = k
-	return shortProbe(k)
+	p.setProbe(k)
 }
 
 // frozen reports whether a live snapshot may see the region at ref.
@@ -122,11 +128,15 @@ func (t *tree) frozen(ref uint64) bool { return t.cow && t.marks.Frozen(ref) }
 
 // newItem returns an item of item key ik and value v, written into a new
 // region.
-func (t *tree) newItem(ik, v []byte) item { return t.fill(shortProbe(ik), ik, v) }
+func (t *tree) newItem(ik, v []byte) (x item) {
+	x.setProbe(ik)
+	t.fill(&x, ik, v)
+	return x
+}
 
-// fill returns x, the probe of item key ik, as the item of ik and value v,
+// fill makes *x, the probe of item key ik, the item of ik and value v,
 // written into a new region.
-func (t *tree) fill(x item, ik, v []byte) item {
+func (t *tree) fill(x *item, ik, v []byte) {
 	x.ref, x.vl = 0, uint32(len(v))
 	ks := storedKey(x.kl)
 	if n := ks + len(v); n > 0 {
@@ -135,7 +145,6 @@ func (t *tree) fill(x item, ik, v []byte) item {
 		copy(b, ik[:ks])
 		copy(b[ks:], v)
 	}
-	return x
 }
 
 // size returns the bytes of the region of x.
@@ -147,7 +156,11 @@ func (t *tree) size(x item) int64 {
 }
 
 // get returns the item of item key ik.
-func (t *tree) get(ik []byte) (item, bool) { return t.bt.Get(t.probe(ik)) }
+func (t *tree) get(ik []byte) (item, bool) {
+	var p item
+	t.setProbe(&p, ik)
+	return t.bt.Get(p)
+}
 
 // set sets the value of item key ik to v. If the item is the one the last
 // lookup found (a read-modify-write: Get, then Put) and no write to the
@@ -160,14 +173,16 @@ func (t *tree) get(ik []byte) (item, bool) { return t.bt.Get(t.probe(ik)) }
 // on the old value when it can: blind Puts of 1M keys took 40% more CPU
 // that way.)
 func (t *tree) set(ik, v []byte) {
-	p := shortProbe(ik)
+	var p item
+	p.setProbe(ik)
 	if t.hotOK && int(t.hot.vl) == len(v) && t.isHot(&p, ik) && !t.frozen(t.hot.ref) {
 		copy(valueOf(t.Slabs, t.hot), v)
 		return
 	}
 	t.hotOK = false
 	t.key = ik
-	if old, ok := t.bt.Set(t.fill(p, ik, v)); ok {
+	t.fill(&p, ik, v)
+	if old, ok := t.bt.Set(p); ok {
 		t.drop(old)
 	}
 }
@@ -191,7 +206,8 @@ func (t *tree) lookup(ik []byte) ([]byte, bool) {
 // that may move or drop an item clears hotOK, and an item's region holds
 // its value until then, so the hot item is the tree's own.
 func (t *tree) find(ik []byte) (item, bool) {
-	p := t.probe(ik)
+	var p item
+	t.setProbe(&p, ik)
 	if t.hotOK && t.isHot(&p, ik) {
 		return t.hot, true
 	}
@@ -216,7 +232,9 @@ func (t *tree) load(x item) (dup bool) {
 // delete removes the item of item key ik.
 func (t *tree) delete(ik []byte) {
 	t.hotOK = false
-	if old, ok := t.bt.Delete(t.probe(ik)); ok {
+	var p item
+	t.setProbe(&p, ik)
+	if old, ok := t.bt.Delete(p); ok {
 		t.drop(old)
 	}
 }
@@ -319,8 +337,8 @@ func (t *tree) move(src [][]byte, x *item) {
 // newList returns the item of a list of item key ik and elements elems,
 // need bytes encoded, in a new region with room for capb >= need bytes of
 // elements.
-func (t *tree) newList(ik []byte, elems [][]byte, need, capb int) item {
-	x := shortProbe(ik)
+func (t *tree) newList(ik []byte, elems [][]byte, need, capb int) (x item) {
+	x.setProbe(ik)
 	ks := storedKey(x.kl)
 	var b []byte
 	x.ref, b = t.Alloc(ks + capLen + capb)
@@ -347,7 +365,9 @@ func writeElems(b []byte, elems [][]byte) {
 func (t *tree) appendElems(ik []byte, elems [][]byte, need int) bool {
 	t.hotOK = false
 	var hint tb.PathHint
-	old, ok := t.bt.GetHint(t.probe(ik), &hint)
+	var p item
+	t.setProbe(&p, ik)
+	old, ok := t.bt.GetHint(p, &hint)
 	if !ok {
 		t.bt.SetHint(t.newList(ik, elems, need, need), &hint)
 		return true
@@ -382,7 +402,9 @@ func (t *tree) appendElems(ik []byte, elems [][]byte, need int) bool {
 func (t *tree) replaceList(ik []byte, elems [][]byte, need int) {
 	t.hotOK = false
 	var hint tb.PathHint
-	old, ok := t.bt.GetHint(t.probe(ik), &hint)
+	var p item
+	t.setProbe(&p, ik)
+	old, ok := t.bt.GetHint(p, &hint)
 	if ok && !t.frozen(old.ref) && listCap(t.Slabs, old) >= need {
 		o := storedKey(old.kl) + capLen
 		writeElems(arena.At(t.Slabs, old.ref)[o:o+need], elems)
