@@ -601,7 +601,7 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 		case !due(best):
 			o.pop()
 		default:
-			// Its next timer is later than the one it fired.
+			// Only the first head's next timer changed.
 			o.down(0)
 		}
 	}
