@@ -154,6 +154,33 @@ func lookupInline(r *htab, h uint64, key, ns []byte) (rec []byte, pos, vs, ve, r
 	}
 }
 
+// fitsInline reports whether value can replace the value rec[vs:ve] of an
+// inline entry that lookupInline found (so its lengths are one byte each)
+// in place: it has the old value's length, or another one-byte length
+// that the record still holds.
+func fitsInline(rec []byte, vs, ve int, value []byte) bool {
+	n := len(value)
+	return n == ve-vs || n < 0x80 && vs+n <= len(rec)
+}
+
+// setInline overwrites the value rec[vs:ve] of an inline entry of r with
+// value, which fitsInline accepted: a value of another length gets its
+// length byte, the record's tail past it is cleared (as put leaves it)
+// and r's byte count changes by the difference. The caller has made rec
+// safe to write (mutRecord). value may overlap rec[vs:ve].
+func (r *htab) setInline(rec []byte, vs, ve int, value []byte) {
+	n := len(value)
+	copy(rec[vs:vs+n], value)
+	if n == ve-vs {
+		return
+	}
+	rec[6] = byte(n)
+	if vs+n < ve {
+		clear(rec[vs+n : ve])
+	}
+	r.bytes += int64(n - (ve - vs))
+}
+
 // bytesEqual is string(a) == string(b), without a call for 8-byte keys
 // (the encoding of every 64-bit integer key).
 func bytesEqual(a, b []byte) bool {

@@ -285,17 +285,17 @@ func (v valueState) get(k runtime.Key) ([]byte, bool, error) {
 
 // Put implements runtime.ValueState.
 //
-// The common case — a keyed state, no live snapshot, an inline entry of a
-// value of the same length — is an overwrite in place, done here without
-// the checks and bookkeeping of the general path (which it does not need:
-// it allocates nothing and moves nothing).
+// The common case — a keyed state, no live snapshot, an inline entry that
+// the new value still fits (setInline) — is an overwrite in place, done
+// here without the checks and bookkeeping of the general path (which it
+// does not need: it allocates nothing and moves nothing).
 func (v valueState) Put(k runtime.Key, value []byte) error {
 	st := v.state
 	if s := st.s; !s.closed && s.iterating == 0 && !st.spec.SubKeyed && len(k.Namespace()) == 0 && k.MaxParallelism() == s.cfg.MaxParallelism && !s.snaps.Any() {
 		if i := k.Group() - st.start; uint(i) < uint(len(st.tabs)) {
 			if t := st.tabs[i]; t != nil {
-				if rec, _, vs, ve, res := lookupInline(&t.main, k.Hash(), k.Bytes(), nil); res == lookupFound && ve-vs == len(value) {
-					copy(rec[vs:ve], value)
+				if rec, _, vs, ve, res := lookupInline(&t.main, k.Hash(), k.Bytes(), nil); res == lookupFound && fitsInline(rec, vs, ve, value) {
+					t.main.setInline(rec, vs, ve, value)
 					return nil
 				}
 			}
@@ -306,7 +306,7 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 
 // Update implements runtime.ValueUpdater: one lookup finds the value for
 // fn and, in the common case — a keyed state, no live snapshot, an inline
-// entry whose new value has the old one's length — the place to write
+// entry that fn's result still fits (fitsInline) — the place to write
 // fn's result (Put's fast path, without its lookup). Otherwise the result
 // goes through Put's general path.
 func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byte, error)) error {
@@ -319,15 +319,18 @@ func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byt
 	var (
 		old     []byte
 		found   bool
-		inPlace []byte // the value's bytes in its record, if they may be overwritten
+		inPlace []byte // the value's record, if it may be overwritten in place
+		vs, ve  int    // the bounds of the value in inPlace
 	)
 	if t != nil {
 		h := st.hash(k)
-		switch rec, _, vs, ve, res := lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res {
+		var rec []byte
+		var res int
+		switch rec, _, vs, ve, res = lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res {
 		case lookupFound:
 			old, found = rec[vs:ve:ve], true
 			if !st.spec.SubKeyed {
-				inPlace = rec[vs:ve:ve]
+				inPlace = rec
 			}
 		case lookupAbsent:
 		default:
@@ -341,8 +344,8 @@ func (v valueState) Update(k runtime.Key, fn func(old []byte, found bool) ([]byt
 	if err != nil {
 		return err
 	}
-	if inPlace != nil && len(nv) == len(inPlace) && !s.snaps.Any() && !s.closed {
-		copy(inPlace, nv)
+	if inPlace != nil && fitsInline(inPlace, vs, ve, nv) && !s.snaps.Any() && !s.closed {
+		t.main.setInline(inPlace, vs, ve, nv)
 		return nil
 	}
 	if found {
@@ -360,14 +363,14 @@ func (v valueState) put(k runtime.Key, value []byte) error {
 		return err
 	}
 	h := v.hash(k)
-	// The common case first: an inline value of the same length is
-	// overwritten where it is (once mutRecord has made its page safe to
+	// The common case first: an inline value that the new one still fits
+	// is overwritten where it is (once mutRecord has made its page safe to
 	// write, if a live snapshot sees it).
-	if rec, pos, vs, ve, res := lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res == lookupFound && ve-vs == len(value) {
+	if rec, pos, vs, ve, res := lookupInline(&t.main, h, k.Bytes(), k.Namespace()); res == lookupFound && fitsInline(rec, vs, ve, value) {
 		if t.cow {
 			rec = t.mutRecord(&t.main, false, pos)
 		}
-		copy(rec[vs:ve], value)
+		t.main.setInline(rec, vs, ve, value)
 		return v.done(t, nil)
 	}
 	if rec, l := find(t.Slabs, &t.main, h, k.Bytes(), k.Namespace()); rec != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -570,5 +571,114 @@ func TestRecycledViewStartsWithoutUndoLogs(t *testing.T) {
 	}
 	if want := map[string]int{"old": 9, "new": 1}; !cmp.Equal(values, want) {
 		t.Errorf("the second snapshot holds values %v, want %v (the key written between the snapshots reads %q)", values, want, "new")
+	}
+}
+
+// entryBytes sums the sizes of the entries in the main table of t, as its
+// byte count should have them, and reports the first record whose bytes
+// past its inline entry are not zero (as put leaves them).
+func entryBytes(t *testing.T, tb *table) int64 {
+	t.Helper()
+	var sum int64
+	for p := range tb.main.dir {
+		b := tb.main.dir[p].b
+		for off := 0; off+int(tb.main.w) <= len(b); off += int(tb.main.w) {
+			rec := b[off : off+int(tb.main.w)]
+			if ctrl(rec) == recEmpty {
+				continue
+			}
+			_, _, _, size, ok := decodeEntry(recEntry(tb.Slabs, rec))
+			if !ok {
+				t.Fatalf("record at page %d offset %d: undecodable entry", p, off)
+			}
+			if rec[0]&3 == recInline {
+				for i, c := range rec[4+size:] {
+					if c != 0 {
+						t.Fatalf("record at page %d offset %d: byte %d past its entry of %d bytes is %#x, not 0", p, off, 4+size+i, size, c)
+					}
+				}
+			}
+			sum += int64(size)
+		}
+	}
+	return sum
+}
+
+// TestValueOfNewLengthWrittenInPlace: Put and Update write a value of
+// another length that still fits its inline record where it is — no record
+// moves and the arena does not grow — keep the table's byte count and the
+// records' cleared tails right, and a live snapshot still reads the old
+// values (and its own byte count) while the record is rewritten.
+func TestValueOfNewLengthWrittenInPlace(t *testing.T) {
+	s, v, keys := valueFixture(t, 2000)
+	tb := v.tabs[0]
+	w := int(tb.main.w)
+	maxVal := w - 4 - 3 - len(keys[0].Bytes()) // the longest value an inline record holds
+	if maxVal < 4 {
+		t.Fatalf("record width %d leaves room for values of %d bytes only", w, maxVal)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	want := make(map[int]string)
+	arena := tb.Size()
+	write := func(round int) {
+		for i, k := range keys {
+			n := r.IntN(maxVal + 1)
+			val := []byte(strings.Repeat(string(rune('a'+round)), n))
+			var err error
+			if i%2 == 0 {
+				err = v.Put(k, val)
+			} else {
+				err = v.Update(k, func(old []byte, found bool) ([]byte, error) {
+					if !found || string(old) != want[i] {
+						return nil, fmt.Errorf("Update of key %d: old value %q, %v; want %q", i, old, found, want[i])
+					}
+					return val, nil
+				})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i] = string(val)
+		}
+	}
+	for i := range keys {
+		want[i] = "old-value"
+	}
+	for round := range 3 {
+		write(round)
+		if got, sum := tb.main.bytes, entryBytes(t, tb); got != sum {
+			t.Fatalf("round %d: the table counts %d entry bytes; its entries hold %d", round, got, sum)
+		}
+		if tb.Size() != arena {
+			t.Fatalf("round %d: the arena grew from %d to %d bytes: a value that fits its record was moved", round, arena, tb.Size())
+		}
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := storetest.Dump(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(3)
+	for i, k := range keys {
+		got, ok, err := v.Get(k)
+		if err != nil || !ok || string(got) != want[i] {
+			t.Fatalf("Get of key %d = %q, %v, %v after a resize under a snapshot; want %q", i, got, ok, err, want[i])
+		}
+	}
+	after, err := storetest.Dump(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(before, after); d != "" {
+		t.Fatalf("the snapshot changed while values were resized (-before +after):\n%s", d)
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got, sum := tb.main.bytes, entryBytes(t, tb); got != sum {
+		t.Fatalf("after the snapshot: the table counts %d entry bytes; its entries hold %d", got, sum)
 	}
 }
