@@ -91,8 +91,10 @@
 // releasing the newest first leaves the mark conservative, never wrong.
 //
 // A write therefore costs, with no live snapshot, one atomic load (the
-// live count) more than a plain hash table's: same-length values are
-// overwritten in place. With a live snapshot that sees the record's page,
+// live count) more than a plain hash table's: a value that still fits its
+// inline record — of the same length, or of another one-byte length within
+// the record's width, as varint-encoded values often are — is overwritten
+// in place. With a live snapshot that sees the record's page,
 // the first write to the record since the snapshot also copies it into the
 // undo log and does one atomic store and one atomic load; later writes to
 // it cost nothing more. Copy-on-write of whole pages, which this replaced,
