@@ -374,10 +374,11 @@ func TestReadCommitted(t *testing.T) {
 	commit()
 	values := map[int]string{1: "one", 2: "two"}
 	entries := map[string]string{"u1": "m1", "u2": "m2"}
-	// The last batch holds the list's second operand only: the values and
-	// entries come from Pebble.
-	if n := reads("after two commits", values, entries, "e1 e2"); n != 0 {
-		t.Errorf("after two commits: the committed batch answered %d reads of keys it does not hold", n)
+	// The last batch holds the list's second operand only: the one before
+	// it answers for the values 1 and 2, 3's deletion and the entries u1
+	// and u2; the list is folded by Pebble.
+	if n := reads("after two commits", values, entries, "e1 e2"); n != 5 {
+		t.Errorf("after two commits: the committed batches answered %d point reads, want 5 (values 1, 2, 3; entries u1, u2)", n)
 	}
 
 	put(t, vs, 1, "uno")
@@ -390,10 +391,11 @@ func TestReadCommitted(t *testing.T) {
 	commit()
 	values = map[int]string{1: "uno", 4: "four"}
 	entries = map[string]string{"u3": "m3"}
-	// Keys 1 to 4 and u1 to u3 are the committed batch's: 3 is absent
-	// there and in Pebble (the reads of 3 and of the list go to Pebble).
-	if n := reads("after the third commit", values, entries, "e1 e2 e3"); n != 6 {
-		t.Errorf("after the third commit: the committed batch answered %d point reads, want 6 (values 1, 2, 4; entries u1, u2, u3)", n)
+	// Keys 1, 2, 4 and u1 to u3 are the newest batch's (its range
+	// deletion hides the first batch's u1 and u2), 3's deletion the first
+	// batch's (the read of the list goes to Pebble).
+	if n := reads("after the third commit", values, entries, "e1 e2 e3"); n != 7 {
+		t.Errorf("after the third commit: the committed batches answered %d point reads, want 7 (values 1, 2, 3, 4; entries u1, u2, u3)", n)
 	}
 
 	// Pending writes come first.
@@ -428,6 +430,38 @@ func TestReadCommitted(t *testing.T) {
 	// store.
 	if v, ok := get(t, dvs, 3); !ok || v != "restored" {
 		t.Fatalf("after Restore: value 3 = (%q, %v), want the restored value", v, ok)
+	}
+}
+
+// TestKeptBatches: the store keeps the last four committed batches, and a
+// point read takes a key's value from the newest that writes it; a key
+// only the fifth-newest wrote is read from Pebble.
+func TestKeptBatches(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true})
+	vs := valueState(t, s)
+	for i := 1; i <= 5; i++ {
+		put(t, vs, i, fmt.Sprint("only ", i))
+		put(t, vs, 0, fmt.Sprint("last ", i)) // every batch writes 0
+		if i == 3 {
+			must(t, vs.Clear(key(0))) // ... and this one deletes it after
+		}
+		snap, err := s.Snapshot() // commits
+		must(t, err)
+		must(t, snap.Release())
+	}
+	before := s.CommittedReads()
+	for i := 1; i <= 5; i++ {
+		if v, ok := get(t, vs, i); !ok || v != fmt.Sprint("only ", i) {
+			t.Errorf("value %d = (%q, %v), want %q", i, v, ok, fmt.Sprint("only ", i))
+		}
+	}
+	// (Read after the others: the state answers a read of the key it
+	// wrote last itself.)
+	if v, ok := get(t, vs, 0); !ok || v != "last 5" {
+		t.Errorf("value 0 = (%q, %v), want the newest batch's", v, ok)
+	}
+	if n := s.CommittedReads() - before; n != 5 {
+		t.Errorf("the committed batches answered %d reads, want 5 (0 and 2 to 5; 1 is the fifth batch's)", n)
 	}
 }
 

@@ -137,7 +137,7 @@ type Options struct {
 	// so that a committed batch is applied to the memtable rather than
 	// becoming a memtable of its own (Pebble's threshold is half a
 	// memtable). The store holds the pending batch and a copy of the
-	// batch it committed last, so up to twice its key and value bytes on
+	// last four batches it committed, so up to five times its key and value bytes on
 	// the Go heap. It is ignored with a write-ahead log (SyncWAL,
 	// SyncAlways), where every write is committed on its own.
 	BatchSize int64

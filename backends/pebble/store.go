@@ -70,9 +70,10 @@ type Store struct {
 	// cidx is the index of the batch committed last, and crepr a copy of
 	// its bytes: a point read of a key the pending batch does not touch
 	// asks them before Pebble (see readCommitted).
-	cidx  pendingIndex
-	crepr []byte
-	chits int64 // the point reads the committed batch answered
+	kept     [keptBatches]committedBatch
+	keptNext int   // the slot of kept the next commit fills
+	keptLen  int   // the batches kept
+	chits    int64 // the point reads the committed batches answered
 
 	kbuf     []byte   // the key of the current point operation
 	ukey     []byte   // the key of the Update running
