@@ -70,8 +70,17 @@ const (
 // the store batches its writes, and otherwise as a commit of its own.
 func (s *Store) apply(op opKind, key, value []byte) error {
 	n := int64(memEntryOverhead + len(key) + len(value))
+	if op == opSet || op == opMerge {
+		s.filter.add(xxhash.Sum64(key)) // before the key can reach the database
+	}
 	if s.batch == nil {
-		return s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) })
+		if err := s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) }); err != nil {
+			return err
+		}
+		if s.filter.rebuild {
+			s.rebuildFilter() // the database holds every key: each write is committed
+		}
+		return nil
 	}
 	if s.failed != nil {
 		return s.failed
@@ -246,6 +255,9 @@ func (s *Store) commit() error {
 	}
 	s.pending, s.rangeDels = 0, 0
 	s.keepCommitted(b)
+	if s.filter.rebuild {
+		s.rebuildFilter() // the database holds every key now
+	}
 	s.batch = s.pbatch // empty: b is it, or the indexed batch was filled from it
 	if b.Indexed() && s.iterating > 0 {
 		// An iterator opened by a running iteration may read b (only
@@ -548,9 +560,6 @@ func (s *Store) forgetCommitted() {
 // a point read that the pending batch does not answer: from the newest
 // committed batch that says something of it, or the database.
 func (s *Store) readCommitted(key []byte, h uint64) ([]byte, io.Closer, bool, error) {
-	if s.keptLen == 0 {
-		return found3(s.db.Get(key))
-	}
 	if h == 0 {
 		h = xxhash.Sum64(key)
 	}
@@ -568,6 +577,15 @@ func (s *Store) readCommitted(key []byte, h uint64) ([]byte, io.Closer, bool, er
 			return found3(s.db.Get(key))
 		}
 	}
+	return s.readDB(key, h)
+}
+
+// readDB reads key, whose xxhash is h, from the database, unless the key
+// filter knows it absent.
+func (s *Store) readDB(key []byte, h uint64) ([]byte, io.Closer, bool, error) {
+	if !s.filter.mayHold(h) {
+		return nil, nil, false, nil
+	}
 	return found3(s.db.Get(key))
 }
 
@@ -578,7 +596,7 @@ func (s *Store) readCommitted(key []byte, h uint64) ([]byte, io.Closer, bool, er
 func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found bool, err error) {
 	b := s.batch
 	if b == nil {
-		return found3(s.db.Get(key))
+		return s.readDB(key, xxhash.Sum64(key))
 	}
 	if b.Empty() {
 		return s.readCommitted(key, 0)

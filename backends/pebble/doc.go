@@ -203,6 +203,27 @@
 // is copied before the callback runs, since the callback may read the
 // store and so change a state's last key.
 //
+// # The key filter
+//
+// A job that creates state reads absent keys all the time — the first
+// count of an auction in a window, a bidder's first session — and Pebble
+// answers such a read only after searching every memtable and probing
+// the bloom filter of every level's tables. The store keeps a Bloom
+// filter of its own, of every key it may have written to the database (a
+// superset: writes and restored entries add their keys before they reach
+// the database, deletions remove none), and answers a point read of a
+// key the filter does not hold with "not found" at the cost of a hash
+// lookup. The filter starts at 8 KiB, doubles from a scan of the
+// database's keys after the commit that finds it outgrown (10 bits a
+// key, about 1% false positives), and is turned off past
+// Options.KeyFilterSize (16 MiB, about 13 million keys); a store opened
+// on an existing directory keeps none. The rebuilds scan about twice the
+// final number of keys over a store's growth, each a pause of the
+// operator's goroutine as long as its scan. Of the point reads Nexmark's
+// five queries leave to Pebble, 81% are of absent keys; the filter made a
+// pass 21% shorter (q5, 94% absent: 18%), p=0.010 and 0.038, 8
+// interleaved runs on an AMD EPYC, load 1.1-1.2.
+//
 // # Snapshots
 //
 // Snapshot, the synchronous phase of a checkpoint, commits the pending
@@ -273,6 +294,8 @@
 //	| Sync             | SyncNone               | no write-ahead log (see below)                 |
 //	| BatchSize        | MemTableSize/4 (2 MiB) | the pending batch under SyncNone, in bytes of  |
 //	|                  | (also the most)        | memtable (see "Write batching")                |
+//	| KeyFilterSize    | 16 MiB                 | the most memory of the filter of keys the      |
+//	|                  |                        | database may hold (see "The key filter")       |
 //	| Existing         | RefuseExisting         | see "Working directory"                        |
 //	| Logger           | errors to the log pkg  | Pebble's messages                              |
 //

@@ -48,3 +48,9 @@ func (s *Store) Stalls() (waits, pebbleStalls int64) {
 // CommittedReads returns the number of point reads that the committed
 // batch answered (see Store.readCommitted).
 func (s *Store) CommittedReads() int64 { return s.chits }
+
+// FilterSkips returns the number of point reads the key filter answered.
+func (s *Store) FilterSkips() int64 { return s.filter.skips }
+
+// FilterBytes returns the size of the key filter, 0 if it is off.
+func (s *Store) FilterBytes() int { return 64 * len(s.filter.blocks) }

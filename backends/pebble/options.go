@@ -142,6 +142,18 @@ type Options struct {
 	// SyncAlways), where every write is committed on its own.
 	BatchSize int64
 
+	// KeyFilterSize bounds the memory of the store's filter of the keys
+	// its database may hold, in bytes; default 16 MiB (about 13 million
+	// keys at 10 bits each); at least 8 KiB, or negative for no filter. A
+	// point read of a key the filter does not hold answers "not found"
+	// without asking Pebble. The filter starts at 8 KiB and doubles, from
+	// a scan of the database's keys, each time its keys outgrow it; it is
+	// turned off when it would outgrow KeyFilterSize (see "The key
+	// filter" in filter.go). A store opened on an existing directory
+	// keeps no filter. The memory is the Go heap's, not the block
+	// cache's.
+	KeyFilterSize int64
+
 	// Existing is the policy for a working directory that already holds
 	// files; default RefuseExisting (see ExistingDirPolicy).
 	Existing ExistingDirPolicy
@@ -207,6 +219,15 @@ func (o Options) withDefaults() (Options, error) {
 	case uint64(o.BatchSize) > o.MemTableSize/4:
 		return o, fmt.Errorf("pebble: BatchSize %d is more than a quarter of MemTableSize %d: a batch that large would be committed as a memtable of its own; lower BatchSize or raise MemTableSize",
 			o.BatchSize, o.MemTableSize)
+	}
+	switch {
+	case o.KeyFilterSize == 0:
+		o.KeyFilterSize = defaultKeyFilterSize
+	case o.KeyFilterSize < 0:
+		o.KeyFilterSize = -1
+	case o.KeyFilterSize < minFilterBlocks*64:
+		return o, fmt.Errorf("pebble: KeyFilterSize %d is less than the smallest key filter (%d bytes); pass a negative size for no filter",
+			o.KeyFilterSize, minFilterBlocks*64)
 	}
 	if o.Sync > SyncAlways {
 		return o, fmt.Errorf("pebble: unknown %v", o.Sync)

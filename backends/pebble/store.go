@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cespare/xxhash/v2"
 	"os"
 	"slices"
 	"sort"
@@ -74,6 +75,8 @@ type Store struct {
 	keptNext int   // the slot of kept the next commit fills
 	keptLen  int   // the batches kept
 	chits    int64 // the point reads the committed batches answered
+	// filter holds every key the database may hold (filter.go).
+	filter keyFilter
 
 	kbuf     []byte   // the key of the current point operation
 	ukey     []byte   // the key of the Update running
@@ -212,6 +215,9 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 	}
 	if err := s.loadMeta(existing); err != nil {
 		return fail(fmt.Errorf("pebble: working directory %q: %w", dir, err))
+	}
+	if !existing {
+		s.filter = newKeyFilter(o.KeyFilterSize) // an existing database keeps none
 	}
 	if o.Sync == SyncNone {
 		s.pbatch, s.ibatch, s.cbatch = db.NewBatch(), db.NewIndexedBatch(), db.NewBatch()
@@ -499,6 +505,9 @@ func (s *Store) Restore(src runtime.View) error {
 			return err
 		}
 	}
+	if s.filter.rebuild {
+		s.rebuildFilter() // the database holds every key: the load wrote it directly
+	}
 	return nil
 }
 
@@ -557,6 +566,7 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 		}
 		pending = false
 		size += int64(memEntryOverhead + len(key) + len(list))
+		s.filter.add(xxhash.Sum64(key))
 		return b.Merge(key, list, nil)
 	}
 	for kg := range groups.All() {
@@ -580,6 +590,7 @@ func (s *Store) load(st *state, src runtime.View, groups runtime.KeyGroupRange) 
 				if spec.Kind.HasUserKey() {
 					s.kbuf = append(s.kbuf, e.UserKey...)
 				}
+				s.filter.add(xxhash.Sum64(s.kbuf))
 				if err := b.Set(s.kbuf, e.Value, nil); err != nil {
 					return err
 				}
