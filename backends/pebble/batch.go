@@ -70,10 +70,14 @@ const (
 // the store batches its writes, and otherwise as a commit of its own.
 func (s *Store) apply(op opKind, key, value []byte) error {
 	n := int64(memEntryOverhead + len(key) + len(value))
-	if op == opSet || op == opMerge {
-		s.filter.add(xxhash.Sum64(key)) // before the key can reach the database
-	}
+	// A Set or a merge operand adds its key to the key filter before the
+	// key can reach the database, and after any commit that may rebuild
+	// the filter from the database, which does not hold it yet.
+	present := op == opSet || op == opMerge
 	if s.batch == nil {
+		if present {
+			s.filter.add(xxhash.Sum64(key))
+		}
 		if err := s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) }); err != nil {
 			return err
 		}
@@ -97,8 +101,14 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 			// An entry larger than a whole batch is committed on its
 			// own (the pending batch is empty now, so order is kept):
 			// batches stay below the large-batch threshold.
+			if present {
+				s.filter.add(xxhash.Sum64(key))
+			}
 			return s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) })
 		}
+	}
+	if present {
+		s.filter.add(xxhash.Sum64(key))
 	}
 	b := s.batch
 	off := b.Len()

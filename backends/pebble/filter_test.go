@@ -117,3 +117,27 @@ func TestKeyFilterSizeBad(t *testing.T) {
 		t.Fatalf("KeyFilterSize -1: a filter of %d bytes", s.FilterBytes())
 	}
 }
+
+// TestKeyFilterFill: a fill of blind Puts, whose batches are committed
+// when full — each commit that finds the filter outgrown rebuilds it,
+// while the Put that made the commit waits to go into the next batch —
+// leaves every key readable.
+func TestKeyFilterFill(t *testing.T) {
+	s := mustNew(t, pebble.Options{InMemory: true, BatchSize: 64 << 10})
+	vs := valueState(t, s)
+	const n = 50_000
+	for i := range n {
+		must(t, vs.Put(key(i), []byte("v")))
+	}
+	if s.FilterBytes() <= 8<<10 {
+		t.Fatalf("the filter was not rebuilt: %d bytes for %d keys", s.FilterBytes(), n)
+	}
+	for i := range n {
+		if _, ok := get(t, vs, i); !ok {
+			t.Fatalf("value %d of %d missing after the fill", i, n)
+		}
+	}
+	if _, ok := get(t, vs, n); ok {
+		t.Fatalf("value %d found, never written", n)
+	}
+}
