@@ -358,6 +358,7 @@ func (s *Store) endIteration() {
 // committed (the directory refuses writes) is reported, and the directory
 // left unclean.
 func (s *Store) closeBatch() error {
+	s.filter.off() // no read follows: the last commit need not rebuild it
 	b := s.batch
 	if b == nil {
 		return nil
