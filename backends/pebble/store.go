@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/cespare/xxhash/v2"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stategen/stategen/runtime"
@@ -68,12 +68,13 @@ type Store struct {
 	retired      []*pebbledb.Batch
 	failed       error
 	pidx         pendingIndex // the pending batch's writes, for point reads
-	// cidx is the index of the batch committed last, and crepr a copy of
-	// its bytes: a point read of a key the pending batch does not touch
-	// asks them before Pebble (see readCommitted).
+	// kept are the batches committed last, their indexes and a copy of
+	// their bytes, keptNext the slot the next commit fills and keptLen how
+	// many hold one: a point read of a key the pending batch does not
+	// touch asks them, newest first, before Pebble (see readCommitted).
 	kept     [keptBatches]committedBatch
-	keptNext int   // the slot of kept the next commit fills
-	keptLen  int   // the batches kept
+	keptNext int
+	keptLen  int
 	chits    int64 // the point reads the committed batches answered
 	// filter holds every key the database may hold (filter.go).
 	filter keyFilter
