@@ -213,13 +213,14 @@
 // superset: writes and restored entries add their keys before they reach
 // the database, deletions remove none), and answers a point read of a
 // key the filter does not hold with "not found" at the cost of a hash
-// lookup. The filter starts at 8 KiB, doubles from a scan of the
-// database's keys after the commit that finds it outgrown (10 bits a
-// key, about 1% false positives), and is turned off past
+// lookup. The filter starts at 8 KiB; after the commit (or the Restore)
+// that finds it outgrown it is rebuilt from two scans of the database's
+// keys, one to count them and one to add them, for twice as many keys (10
+// bits a key, about 1% false positives), and it is turned off past
 // Options.KeyFilterSize (16 MiB, about 13 million keys); a store opened
-// on an existing directory keeps none. The rebuilds scan about twice the
-// final number of keys over a store's growth, each a pause of the
-// operator's goroutine as long as its scan. Of the point reads Nexmark's
+// on an existing directory keeps none. Over a store's growth the rebuilds
+// scan about four times the final number of keys, each a pause of the
+// operator's goroutine as long as its scans. Of the point reads Nexmark's
 // five queries leave to Pebble, 81% are of absent keys; the filter made a
 // pass 21% shorter (q5, 94% absent: 18%), p=0.010 and 0.038, 8
 // interleaved runs on an AMD EPYC, load 1.1-1.2.

@@ -22,8 +22,9 @@ import (
 // filter is rebuilt. A filter is sized for filterBitsPerKey bits a key;
 // once more keys were added than that (a key whose bits were all set
 // already does not count), the next commit — after which the database
-// holds every key — rebuilds it from a scan of the database's keys, at
-// twice the size. A rebuild that would take more than
+// holds every key — or the end of the Restore that added them rebuilds
+// it from a scan of the database's keys, for twice as many keys as the
+// database holds. A rebuild that would take more than
 // Options.KeyFilterSize bytes, or whose scan fails, turns the filter off:
 // every point read then asks Pebble, as it does in a store opened on an
 // existing directory, which keeps no filter (a scan of the database at
@@ -124,30 +125,44 @@ func (f *keyFilter) off() {
 	f.blocks, f.n, f.rebuild = nil, 0, false
 }
 
-// rebuildFilter rebuilds the key filter at twice its size from the keys
-// of the database, which must hold every key the store wrote (the
-// pending batch is empty): after a commit. It turns the filter off if the
-// new one would take more than its bound, or if the scan fails.
+// rebuildFilter rebuilds the key filter from the keys of the database,
+// which must hold every key the store wrote (the pending batch is empty):
+// after a commit, or a Restore. The new filter is sized for twice the
+// keys the database holds, counted by a first scan, so that a Restore of
+// many keys rebuilds it once; it is turned off if it would take more than
+// its bound, or if a scan fails.
 func (s *Store) rebuildFilter() {
 	f := &s.filter
 	f.rebuild = false
-	size := 2 * len(f.blocks)
+	keys := 0
+	if s.scanKeys(func([]byte) { keys++ }) != nil {
+		f.off()
+		return
+	}
+	size := minFilterBlocks
+	for size*512/filterBitsPerKey < 2*keys {
+		size *= 2
+	}
 	if int64(size)*64 > f.max {
 		f.off()
 		return
 	}
-	it, err := s.db.NewIter(&pebbledb.IterOptions{})
-	if err != nil {
-		f.off()
-		return
-	}
 	nf := keyFilter{blocks: make([]filterBlock, size), max: f.max, skips: f.skips}
-	for ok := it.First(); ok; ok = it.Next() {
-		nf.add(xxhash.Sum64(it.Key()))
-	}
-	if err := it.Close(); err != nil {
+	if s.scanKeys(func(k []byte) { nf.add(xxhash.Sum64(k)) }) != nil {
 		f.off()
 		return
 	}
 	*f = nf
+}
+
+// scanKeys calls fn with every key of the database, valid until fn returns.
+func (s *Store) scanKeys(fn func(key []byte)) error {
+	it, err := s.db.NewIter(&pebbledb.IterOptions{})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		fn(it.Key())
+	}
+	return it.Close()
 }

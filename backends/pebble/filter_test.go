@@ -141,3 +141,28 @@ func TestKeyFilterFill(t *testing.T) {
 		t.Fatalf("value %d found, never written", n)
 	}
 }
+
+// TestKeyFilterSizedByRestore: a Restore of many keys into a new store
+// leaves a filter sized for them, built once from a count of the keys.
+func TestKeyFilterSizedByRestore(t *testing.T) {
+	src := mustNew(t, pebble.Options{InMemory: true})
+	vs := valueState(t, src)
+	const n = 30_000
+	for i := range n {
+		must(t, vs.Put(key(i), []byte("v")))
+	}
+	snap, err := src.Snapshot()
+	must(t, err)
+	defer snap.Release()
+	r := mustNew(t, pebble.Options{InMemory: true})
+	must(t, r.Restore(snap))
+	if got := r.FilterBytes() * 8 / 10; got < n {
+		t.Fatalf("after a Restore of %d keys: a filter of %d bytes, for %d keys", n, r.FilterBytes(), got)
+	}
+	rv := valueState(t, r)
+	for i := range n {
+		if _, ok := get(t, rv, i); !ok {
+			t.Fatalf("value %d of %d missing after the restore", i, n)
+		}
+	}
+}

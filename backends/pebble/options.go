@@ -146,8 +146,9 @@ type Options struct {
 	// its database may hold, in bytes; default 16 MiB (about 13 million
 	// keys at 10 bits each); at least 8 KiB, or negative for no filter. A
 	// point read of a key the filter does not hold answers "not found"
-	// without asking Pebble. The filter starts at 8 KiB and doubles, from
-	// a scan of the database's keys, each time its keys outgrow it; it is
+	// without asking Pebble. The filter starts at 8 KiB and is rebuilt,
+	// from scans of the database's keys, for twice as many keys as the
+	// database holds each time its keys outgrow it; it is
 	// turned off when it would outgrow KeyFilterSize (see "The key
 	// filter" in filter.go). A store opened on an existing directory
 	// keeps no filter. The memory is the Go heap's, not the block
