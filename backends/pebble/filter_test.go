@@ -27,9 +27,9 @@ func TestKeyFilterReads(t *testing.T) {
 		keys    int
 		turnOff bool
 	}{
-		{"batched", pebble.Options{InMemory: true}, 20_000, false},
+		{"batched", pebble.Options{InMemory: true}, 10_000, false},
 		{"wal", pebble.Options{InMemory: true, Sync: pebble.SyncWAL}, 8_000, false},
-		{"bound", pebble.Options{InMemory: true, KeyFilterSize: 16 << 10}, 20_000, true},
+		{"bound", pebble.Options{InMemory: true, KeyFilterSize: 16 << 10}, 10_000, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustNew(t, tc.opts)
