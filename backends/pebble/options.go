@@ -148,11 +148,10 @@ type Options struct {
 	// point read of a key the filter does not hold answers "not found"
 	// without asking Pebble. The filter starts at 8 KiB and is rebuilt,
 	// from scans of the database's keys, for twice as many keys as the
-	// database holds each time its keys outgrow it; it is
-	// turned off when it would outgrow KeyFilterSize (see "The key
-	// filter" in filter.go). A store opened on an existing directory
-	// keeps no filter. The memory is the Go heap's, not the block
-	// cache's.
+	// database holds each time its keys outgrow it; it is turned off when
+	// it would outgrow KeyFilterSize (see "The key filter" in the package
+	// doc). A store opened on an existing directory keeps no filter. The
+	// memory is the Go heap's, not the block cache's.
 	KeyFilterSize int64
 
 	// Existing is the policy for a working directory that already holds
