@@ -751,11 +751,7 @@ func TestCommitCombinesWrites(t *testing.T) {
 	defer restore()
 	s, vs, ms, ls := pendingStore(t)
 	pebble.SetMaxPointClear(t, 0) // every Clear of a map is a range deletion
-	m, err := storetest.NewModel(runtime.StoreConfig{KeyGroups: testGroups, MaxParallelism: testMaxP})
-	must(t, err)
-	mv := register2[runtime.ValueState](t, m, valueSpec)
-	mm := register2[runtime.SortedMapState](t, m, mapSpec)
-	ml := register2[runtime.ListState](t, m, listSpec)
+	m, mv, mm, ml := modelStates(t)
 
 	rng := rand.New(rand.NewPCG(7, 8))
 	nss := []string{"a", "b"}
@@ -825,6 +821,15 @@ func TestCommitCombinesWrites(t *testing.T) {
 		t.Fatalf("%d writes made, %d committed, %d left out: commits left none out, or lost count", writes, committed, dropped)
 	}
 	t.Logf("%d writes committed as %d", writes, committed)
+}
+
+// modelStates returns a new reference model and its value, map and list
+// states of valueSpec, mapSpec and listSpec.
+func modelStates(t *testing.T) (*storetest.Model, runtime.ValueState, runtime.SortedMapState, runtime.ListState) {
+	t.Helper()
+	m, err := storetest.NewModel(runtime.StoreConfig{KeyGroups: testGroups, MaxParallelism: testMaxP})
+	must(t, err)
+	return m, register2[runtime.ValueState](t, m, valueSpec), register2[runtime.SortedMapState](t, m, mapSpec), register2[runtime.ListState](t, m, listSpec)
 }
 
 // register2 registers spec with any store.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stategen/stategen/backends/pebble"
 	"github.com/stategen/stategen/runtime"
-	"github.com/stategen/stategen/runtime/storetest"
 )
 
 // TestKeyFilterReads drives random writes and reads of mostly absent keys
@@ -34,11 +33,7 @@ func TestKeyFilterReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustNew(t, tc.opts)
 			vs, ms, ls := valueState(t, s), register[runtime.SortedMapState](t, s, mapSpec), register[runtime.ListState](t, s, listSpec)
-			m, err := storetest.NewModel(runtime.StoreConfig{KeyGroups: testGroups, MaxParallelism: testMaxP})
-			must(t, err)
-			mv := register2[runtime.ValueState](t, m, valueSpec)
-			mm := register2[runtime.SortedMapState](t, m, mapSpec)
-			ml := register2[runtime.ListState](t, m, listSpec)
+			_, mv, mm, ml := modelStates(t)
 			rng := rand.New(rand.NewPCG(3, 4))
 			startBytes, maxBytes := s.FilterBytes(), 0
 			for n := range 4 * tc.keys {
