@@ -143,15 +143,16 @@ type Options struct {
 	BatchSize int64
 
 	// KeyFilterSize bounds the memory of the store's filter of the keys
-	// its database may hold, in bytes; default 16 MiB (about 13 million
-	// keys at 10 bits each); at least 8 KiB, or negative for no filter. A
-	// point read of a key the filter does not hold answers "not found"
-	// without asking Pebble. The filter starts at 8 KiB and is rebuilt,
-	// from scans of the database's keys, for twice as many keys as the
-	// database holds each time its keys outgrow it; it is turned off when
-	// it would outgrow KeyFilterSize (see "The key filter" in the package
-	// doc). A store opened on an existing directory keeps no filter. The
-	// memory is the Go heap's, not the block cache's.
+	// its database may hold, in bytes; default 16 MiB; at least 8 KiB, or
+	// negative for no filter. A point read of a key the filter does not
+	// hold answers "not found" without asking Pebble. The filter starts at
+	// 8 KiB and is rebuilt, from scans of the database's keys, for four
+	// times as many keys as the database holds (40 bits a live key) each
+	// time its keys outgrow it; it is turned off when it would outgrow
+	// KeyFilterSize (16 MiB: past 3.3 million live keys; see "The key
+	// filter" in the package doc). A store opened on an existing
+	// directory keeps no filter. The memory is the Go heap's, not the
+	// block cache's.
 	KeyFilterSize int64
 
 	// Existing is the policy for a working directory that already holds
