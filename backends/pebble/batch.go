@@ -70,46 +70,46 @@ const (
 // the store batches its writes, and otherwise as a commit of its own.
 func (s *Store) apply(op opKind, key, value []byte) error {
 	n := int64(memEntryOverhead + len(key) + len(value))
-	// A Set or a merge operand adds its key to the key filter before the
-	// key can reach the database, and after any commit that may rebuild
-	// the filter from the database, which does not hold it yet.
-	present := op == opSet || op == opMerge
-	if s.batch == nil {
-		if present {
-			s.filter.add(xxhash.Sum64(key))
+	var h uint64 // the key's hash, for the pending index and the key filter
+	if op != opDelRange {
+		h = xxhash.Sum64(key)
+	}
+	if s.batch != nil {
+		if s.failed != nil {
+			return s.failed
 		}
-		if err := s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) }); err != nil {
+		if err := s.h.writable(); err != nil {
 			return err
 		}
-		if s.filter.rebuild {
-			s.rebuildFilter() // the database holds every key: each write is committed
+		s.readRun = 0
+		if s.pending+n > s.batchLimit || (op == opDelRange && s.rangeDels >= maxBatchRangeDels) {
+			if err := s.commit(); err != nil {
+				return err
+			}
 		}
-		return nil
+		if n <= s.batchLimit {
+			return s.applyPending(op, key, value, h, n)
+		}
+		// An entry larger than a whole batch is committed on its own (the
+		// pending batch is empty now, so order is kept): batches stay
+		// below the large-batch threshold.
 	}
-	if s.failed != nil {
-		return s.failed
-	}
-	if err := s.h.writable(); err != nil {
+	// The key filter takes the key after any commit above, which may
+	// rebuild it from the database, where the key is not yet.
+	s.filter.write(op, h)
+	if err := s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) }); err != nil {
 		return err
 	}
-	s.readRun = 0
-	if s.pending+n > s.batchLimit || (op == opDelRange && s.rangeDels >= maxBatchRangeDels) {
-		if err := s.commit(); err != nil {
-			return err
-		}
-		if n > s.batchLimit {
-			// An entry larger than a whole batch is committed on its
-			// own (the pending batch is empty now, so order is kept):
-			// batches stay below the large-batch threshold.
-			if present {
-				s.filter.add(xxhash.Sum64(key))
-			}
-			return s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) })
-		}
+	if s.filter.rebuild {
+		s.rebuildFilter() // the database holds every key: no write is pending
 	}
-	if present {
-		s.filter.add(xxhash.Sum64(key))
-	}
+	return nil
+}
+
+// applyPending adds the write op of key (of xxhash h) and value, n bytes
+// of memtable, to the pending batch, which has room for it.
+func (s *Store) applyPending(op opKind, key, value []byte, h uint64, n int64) error {
+	s.filter.write(op, h)
 	b := s.batch
 	off := b.Len()
 	if op == opDelRange {
@@ -121,7 +121,7 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 		return s.fail(b.Count(), fmt.Errorf("add a write to the pending batch: %w", err))
 	}
 	s.pending += n
-	s.pidx.note(op, key, value, off, b.Count())
+	s.pidx.note(op, key, value, h, off, b.Count())
 	return nil
 }
 
@@ -427,9 +427,9 @@ type pendingIndex struct {
 	merges int // merge operands
 }
 
-// note records the write op of key (and value) that the batch holds at
-// offset off as its write number seq.
-func (x *pendingIndex) note(op opKind, key, value []byte, off int, seq uint32) {
+// note records the write op of key (of xxhash h) and value that the
+// batch holds at offset off as its write number seq.
+func (x *pendingIndex) note(op opKind, key, value []byte, h uint64, off int, seq uint32) {
 	keyOff := uint32(off + 1 + uvarintLen(len(key)))
 	r := pendingRef{keyOff: keyOff, keyLen: uint32(len(key)), seq: seq, op: op}
 	if op != opDelete {
@@ -446,7 +446,7 @@ func (x *pendingIndex) note(op opKind, key, value []byte, off int, seq uint32) {
 	if x.refs == nil {
 		x.refs = make(map[uint64]pendingRef)
 	}
-	x.refs[xxhash.Sum64(key)] = r
+	x.refs[h] = r
 }
 
 // reset empties the index.

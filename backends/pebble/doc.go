@@ -339,11 +339,12 @@
 // which is why a Put's is noisier than its wall time.) Nexmark
 // (benchmarks/nexmark, the five queries in one pass over 200K events)
 // runs at 377K events/s, 0.034× plain Go (±26%), with 0.20 allocations per
-// event (benchmarks/REPORT.md, 68e8c01). The large-state benchmark (10M entries of 100-byte values, 1.1 GB
-// on disk, 64 MiB block cache) filled at ~184K entries/s, read random
-// entries at ~34 µs (most miss the cache), and peaked at 147 MiB RSS: 56
-// MiB of Pebble memory (cache and memtables), 5 MiB of Go heap (measured
-// before write batching).
+// event (benchmarks/REPORT.md, 68e8c01). The large-state benchmark (10M
+// entries of 100-byte values, 1.1 GB on disk, 64 MiB block cache) filled
+// at ~184K entries/s, read random entries at ~34 µs (most miss the
+// cache), and peaked at 147 MiB RSS: 56 MiB of Pebble memory (cache and
+// memtables), 5 MiB of Go heap (measured before write batching and the
+// key filter, which past 3.3M live keys turns off).
 //
 // # Durability
 //

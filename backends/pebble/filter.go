@@ -73,9 +73,6 @@ func newKeyFilter(max int64) keyFilter {
 	return f
 }
 
-// on reports whether the filter is on.
-func (f *keyFilter) on() bool { return f.blocks != nil }
-
 // block returns the block of the key of xxhash h, and the bits it sets in
 // it, filterProbes positions of 9 bits each, from a second mix of h.
 func (f *keyFilter) block(h uint64) (*filterBlock, uint64) {
@@ -101,6 +98,14 @@ func (f *keyFilter) add(h uint64) {
 		if f.n > len(f.blocks)*512/filterBitsPerKey {
 			f.rebuild = true
 		}
+	}
+}
+
+// write adds the key of xxhash h if a write op of it makes it present in
+// the database: a Set or a merge operand.
+func (f *keyFilter) write(op opKind, h uint64) {
+	if op == opSet || op == opMerge {
+		f.add(h)
 	}
 }
 

@@ -40,7 +40,7 @@ func TestKeyFilterHoldsWhatItAdds(t *testing.T) {
 	if !off.mayHold(1) {
 		t.Fatal("a filter that is off answers absent")
 	}
-	if f := newKeyFilter(-1); f.on() {
+	if f := newKeyFilter(-1); f.blocks != nil {
 		t.Fatal("a filter of no bytes is on")
 	}
 }

@@ -137,9 +137,9 @@ type Options struct {
 	// so that a committed batch is applied to the memtable rather than
 	// becoming a memtable of its own (Pebble's threshold is half a
 	// memtable). The store holds the pending batch and a copy of the
-	// last four batches it committed, so up to five times its key and value bytes on
-	// the Go heap. It is ignored with a write-ahead log (SyncWAL,
-	// SyncAlways), where every write is committed on its own.
+	// last four batches it committed, so up to five times its key and
+	// value bytes on the Go heap. It is ignored with a write-ahead log
+	// (SyncWAL, SyncAlways), where every write is committed on its own.
 	BatchSize int64
 
 	// KeyFilterSize bounds the memory of the store's filter of the keys
