@@ -42,7 +42,7 @@ func mustNew(t *testing.T, o pebble.Options) *pebble.Store {
 	return s
 }
 
-func valueState(t *testing.T, s *pebble.Store) runtime.ValueState {
+func valueState(t testing.TB, s *pebble.Store) runtime.ValueState {
 	t.Helper()
 	st, err := s.Register(valueSpec)
 	if err != nil {

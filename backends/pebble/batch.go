@@ -100,9 +100,7 @@ func (s *Store) apply(op opKind, key, value []byte) error {
 	if err := s.write(n, func() error { return writeOp(s.db, op, key, value, s.wo) }); err != nil {
 		return err
 	}
-	if s.filter.rebuild {
-		s.rebuildFilter() // the database holds every key: no write is pending
-	}
+	s.maintainFilter() // the database holds every key: no write is pending
 	return nil
 }
 
@@ -265,9 +263,7 @@ func (s *Store) commit() error {
 	}
 	s.pending, s.rangeDels = 0, 0
 	s.keepCommitted(b)
-	if s.filter.rebuild {
-		s.rebuildFilter() // the database holds every key now
-	}
+	s.maintainFilter() // the database holds every key now
 	s.batch = s.pbatch // empty: b is it, or the indexed batch was filled from it
 	if b.Indexed() && s.iterating > 0 {
 		// An iterator opened by a running iteration may read b (only
@@ -358,6 +354,7 @@ func (s *Store) endIteration() {
 // committed (the directory refuses writes) is reported, and the directory
 // left unclean.
 func (s *Store) closeBatch() error {
+	s.cancelFilterBuild()
 	s.filter.off() // no read follows: the last commit need not rebuild it
 	b := s.batch
 	if b == nil {

@@ -54,3 +54,23 @@ func (s *Store) FilterSkips() int64 { return s.filter.skips }
 
 // FilterBytes returns the size of the key filter, 0 if it is off.
 func (s *Store) FilterBytes() int { return 64 * len(s.filter.blocks) }
+
+// SetFilterBuildStarted makes every rebuild of a key filter call fn on its
+// goroutine before it scans, until the test ends.
+func SetFilterBuildStarted(t interface{ Cleanup(func()) }, fn func()) {
+	old := filterBuildStarted
+	filterBuildStarted = fn
+	t.Cleanup(func() { filterBuildStarted = old })
+}
+
+// FilterBuilding reports whether a rebuild of the key filter is running
+// (or has ended and was not taken yet).
+func (s *Store) FilterBuilding() bool { return s.fbuild != nil }
+
+// WaitFilter waits for the rebuild of the key filter running, if any, and
+// takes its filter, as the next commit would.
+func (s *Store) WaitFilter() {
+	if s.fbuild != nil {
+		s.takeFilter()
+	}
+}

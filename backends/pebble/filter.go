@@ -1,6 +1,9 @@
 package pebble
 
 import (
+	"errors"
+	"sync/atomic"
+
 	"github.com/cespare/xxhash/v2"
 	pebbledb "github.com/cockroachdb/pebble/v2"
 )
@@ -21,14 +24,25 @@ import (
 // remove nothing, so a deleted key stays a false positive until the
 // filter is rebuilt. A filter is sized for filterBitsPerKey bits a key;
 // once more keys were added than that (a key whose bits were all set
-// already does not count), the next commit — after which the database
-// holds every key — or the end of the Restore that added them rebuilds
-// it from a scan of the database's keys, for filterHeadroom times as many
-// keys as the database holds. A rebuild that would take more than
-// Options.KeyFilterSize bytes, or whose scan fails, turns the filter off:
-// every point read then asks Pebble, as it does in a store opened on an
-// existing directory, which keeps no filter (a scan of the database at
-// open would cost what the filter saves on many reads).
+// already does not count), it is rebuilt from a scan of the database's
+// keys, for filterHeadroom times as many keys as the database holds. A
+// rebuild that would take more than Options.KeyFilterSize bytes, or whose
+// scan fails, turns the filter off: every point read then asks Pebble, as
+// it does in a store opened on an existing directory, which keeps no
+// filter (a scan of the database at open would cost what the filter saves
+// on many reads).
+//
+// The commit after which the filter is outgrown — when the database holds
+// every key the store wrote — starts the rebuild on a goroutine of its
+// own, which scans a Pebble snapshot taken then, so that the operator
+// does not wait for two scans of its whole database. Until the rebuilt
+// filter is taken, the old one keeps answering (it still holds every
+// key; it is only fuller), and every key added to it is logged too. The
+// first commit after the scan ends takes the new filter and adds the
+// logged keys to it: the snapshot's keys and those written since, a
+// superset of the database's again. A Restore, which the operator waits
+// for anyway, cancels a rebuild running and rebuilds at its end, before
+// it returns; Close cancels a rebuild and waits for its goroutine.
 //
 // The filter is blocked: a key's filterProbes bits lie in one 64-byte
 // block, one cache miss, picked by its xxhash (the hash the pending
@@ -61,6 +75,10 @@ type keyFilter struct {
 	rebuild bool          // n outgrew the filter: rebuild at the next commit
 	max     int64         // the most bytes a rebuild may take
 	skips   int64         // the point reads it answered
+	// logging is set while a rebuild runs: every key added is also
+	// appended to log, for the rebuilt filter (see Store.takeFilter).
+	logging bool
+	log     []uint64
 }
 
 // newKeyFilter returns the filter of an empty database, of at most max
@@ -84,6 +102,9 @@ func (f *keyFilter) block(h uint64) (*filterBlock, uint64) {
 func (f *keyFilter) add(h uint64) {
 	if f.blocks == nil {
 		return
+	}
+	if f.logging {
+		f.log = append(f.log, h)
 	}
 	b, g := f.block(h)
 	var fresh bool
@@ -128,7 +149,7 @@ func (f *keyFilter) mayHold(h uint64) bool {
 
 // off turns the filter off for good.
 func (f *keyFilter) off() {
-	f.blocks, f.n, f.rebuild = nil, 0, false
+	f.blocks, f.n, f.rebuild, f.logging, f.log = nil, 0, false, false, nil
 }
 
 // filterHeadroom is how many times the keys the database holds a rebuilt
@@ -141,40 +162,147 @@ func (f *keyFilter) off() {
 // The cost is memory: 40 bits per live key just after a rebuild.
 const filterHeadroom = 4
 
-// rebuildFilter rebuilds the key filter from the keys of the database,
-// which must hold every key the store wrote (the pending batch is empty):
-// after a commit, or a Restore. The new filter is sized for
-// filterHeadroom times the keys the database holds, counted by a first
-// scan, so that a Restore of many keys rebuilds it once; it is turned off
-// if it would take more than its bound, or if a scan fails.
-func (s *Store) rebuildFilter() {
+// filterBuild is a rebuild of the key filter running on its own
+// goroutine, from a snapshot of the database.
+type filterBuild struct {
+	snap *pebbledb.Snapshot
+	max  int64
+	stop atomic.Bool   // set to cancel the scans
+	done chan struct{} // closed when the goroutine has ended
+	// res is the rebuilt filter (off if it would be larger than max) and
+	// err the scans' error; both are read only after done is closed.
+	res keyFilter
+	err error
+}
+
+// errFilterBuildStopped is the error of a rebuild canceled by the store.
+var errFilterBuildStopped = errors.New("key filter rebuild canceled")
+
+// filterBuildStarted, if set by a test, is called by a rebuild's goroutine
+// before its scans.
+var filterBuildStarted func()
+
+// maintainFilter runs after every commit, when the database holds every
+// key the store wrote: it takes the filter a rebuild has finished, and
+// starts a rebuild if the filter is outgrown and none is running.
+func (s *Store) maintainFilter() {
+	if b := s.fbuild; b != nil {
+		select {
+		case <-b.done:
+			s.takeFilter()
+		default:
+			return
+		}
+	}
+	if s.filter.rebuild {
+		s.startFilterBuild()
+	}
+}
+
+// startFilterBuild starts a rebuild of the key filter from a snapshot of
+// the database, which must hold every key the store wrote.
+func (s *Store) startFilterBuild() {
 	f := &s.filter
-	f.rebuild = false
-	keys := 0
-	if s.scanKeys(func([]byte) { keys++ }) != nil {
+	b := &filterBuild{snap: s.db.NewSnapshot(), max: f.max, done: make(chan struct{})}
+	s.fbuild = b
+	f.rebuild, f.logging, f.log = false, true, f.log[:0]
+	go b.run()
+}
+
+func (b *filterBuild) run() {
+	defer close(b.done)
+	if filterBuildStarted != nil {
+		filterBuildStarted()
+	}
+	b.res, b.err = buildFilter(b.snap, b.max, &b.stop)
+	if err := b.snap.Close(); b.err == nil {
+		b.err = err
+	}
+}
+
+// takeFilter waits for the rebuild running to end and makes its filter,
+// with the keys added since its snapshot, the store's; a rebuild that
+// failed, or whose filter would be too large, turns the filter off.
+func (s *Store) takeFilter() {
+	b := s.fbuild
+	<-b.done
+	s.fbuild = nil
+	f := &s.filter
+	if b.err != nil || b.res.blocks == nil {
 		f.off()
 		return
 	}
-	size := max(minFilterBlocks, (filterHeadroom*keys*filterBitsPerKey+511)/512)
-	if int64(size)*64 > f.max {
-		f.off()
-		return
+	nf := b.res
+	nf.skips = f.skips
+	for _, h := range f.log {
+		nf.add(h)
 	}
-	nf := keyFilter{blocks: make([]filterBlock, size), max: f.max, skips: f.skips}
-	if s.scanKeys(func(k []byte) { nf.add(xxhash.Sum64(k)) }) != nil {
-		f.off()
-		return
-	}
+	nf.log = f.log[:0] // its buffer, for the next rebuild
 	*f = nf
 }
 
-// scanKeys calls fn with every key of the database, valid until fn returns.
-func (s *Store) scanKeys(fn func(key []byte)) error {
-	it, err := s.db.NewIter(&pebbledb.IterOptions{})
+// cancelFilterBuild cancels the rebuild running, if any, and waits for its
+// goroutine. The filter is left as it is, holding every key, and still
+// due for a rebuild.
+func (s *Store) cancelFilterBuild() {
+	b := s.fbuild
+	if b == nil {
+		return
+	}
+	b.stop.Store(true)
+	<-b.done
+	s.fbuild = nil
+	f := &s.filter
+	f.rebuild, f.logging, f.log = true, false, f.log[:0]
+}
+
+// rebuildFilter rebuilds the key filter from the keys of the database,
+// which must hold every key the store wrote, before it returns: at the end
+// of a Restore. A rebuild running is canceled first.
+func (s *Store) rebuildFilter() {
+	s.cancelFilterBuild()
+	f := &s.filter
+	nf, err := buildFilter(s.db, f.max, nil)
+	if err != nil || nf.blocks == nil {
+		f.off()
+		return
+	}
+	nf.skips = f.skips
+	*f = nf
+}
+
+// buildFilter returns the filter of the keys r holds, sized for
+// filterHeadroom times as many, counted by a first scan (so that a
+// Restore of many keys builds it once): off if it would take more than
+// limit bytes. A non-nil stop cancels the scans once set.
+func buildFilter(r pebbledb.Reader, limit int64, stop *atomic.Bool) (keyFilter, error) {
+	keys := 0
+	if err := scanKeys(r, stop, func([]byte) { keys++ }); err != nil {
+		return keyFilter{}, err
+	}
+	size := max(minFilterBlocks, (filterHeadroom*keys*filterBitsPerKey+511)/512)
+	if int64(size)*64 > limit {
+		return keyFilter{}, nil
+	}
+	nf := keyFilter{blocks: make([]filterBlock, size), max: limit}
+	if err := scanKeys(r, stop, func(k []byte) { nf.add(xxhash.Sum64(k)) }); err != nil {
+		return keyFilter{}, err
+	}
+	return nf, nil
+}
+
+// scanKeys calls fn with every key of r, valid until fn returns, until
+// stop (if not nil) is set.
+func scanKeys(r pebbledb.Reader, stop *atomic.Bool, fn func(key []byte)) error {
+	it, err := r.NewIter(&pebbledb.IterOptions{})
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
+		if stop != nil && stop.Load() {
+			_ = it.Close()
+			return errFilterBuildStopped
+		}
 		fn(it.Key())
 	}
 	return it.Close()

@@ -124,6 +124,7 @@ func TestKeyFilterFill(t *testing.T) {
 	for i := range n {
 		must(t, vs.Put(key(i), []byte("v")))
 	}
+	s.WaitFilter()
 	if s.FilterBytes() <= 8<<10 {
 		t.Fatalf("the filter was not rebuilt: %d bytes for %d keys", s.FilterBytes(), n)
 	}
@@ -159,5 +160,82 @@ func TestKeyFilterSizedByRestore(t *testing.T) {
 		if _, ok := get(t, rv, i); !ok {
 			t.Fatalf("value %d of %d missing after the restore", i, n)
 		}
+	}
+}
+
+// TestKeyFilterRebuildInBackground: a rebuild scans a snapshot on its own
+// goroutine while the operator goes on writing; the keys written
+// meanwhile, which the snapshot lacks, reach the rebuilt filter through
+// its log, so that every key written stays readable, and absent keys are
+// still answered by the filter. A Close while a rebuild runs cancels it
+// and leaves no goroutine behind (TestClosedStoreLeaksNoGoroutine checks
+// the package's tests as a whole; here the rebuild is held mid-way).
+func TestKeyFilterRebuildInBackground(t *testing.T) {
+	// A rebuild that finds a gate in gates says it started, then holds
+	// until the gate is closed; the others run through.
+	started, gates := make(chan struct{}, 1), make(chan chan struct{}, 1)
+	pebble.SetFilterBuildStarted(t, func() {
+		select {
+		case gate := <-gates:
+			started <- struct{}{}
+			<-gate
+		default:
+		}
+	})
+	gate := make(chan struct{})
+	gates <- gate
+	s := mustNew(t, pebble.Options{InMemory: true, BatchSize: 16 << 10})
+	vs := valueState(t, s)
+	n := 0
+	for ; !s.FilterBuilding(); n++ {
+		if n == 100_000 {
+			t.Fatal("no rebuild of the key filter after 100,000 new keys")
+		}
+		must(t, vs.Put(key(n), []byte("v")))
+	}
+	<-started
+	// The rebuild holds before its scans: these keys are written after its
+	// snapshot, and committed in many batches.
+	const later = 30_000
+	before := s.FilterBytes()
+	for i := n; i < n+later; i++ {
+		must(t, vs.Put(key(i), []byte("w")))
+	}
+	if !s.FilterBuilding() || s.FilterBytes() != before {
+		t.Fatalf("the filter changed (%d -> %d bytes) while its rebuild was held", before, s.FilterBytes())
+	}
+	close(gate)
+	s.WaitFilter()
+	if s.FilterBytes() <= before {
+		t.Fatalf("rebuilt filter of %d bytes, not larger than the %d it replaced, for %d keys", s.FilterBytes(), before, n+later)
+	}
+	skips := s.FilterSkips()
+	for i := range n + later {
+		if _, ok := get(t, vs, i); !ok {
+			t.Fatalf("key %d of %d (%d written after the rebuild's snapshot) missing after the rebuild", i, n+later, later)
+		}
+	}
+	for i := n + later; i < n+later+1000; i++ {
+		if _, ok := get(t, vs, i); ok {
+			t.Fatalf("key %d found, never written", i)
+		}
+	}
+	if s.FilterSkips()-skips < 900 {
+		t.Errorf("the rebuilt filter answered %d of 1000 reads of absent keys", s.FilterSkips()-skips)
+	}
+
+	// A Close while a rebuild runs.
+	gate = make(chan struct{})
+	gates <- gate
+	c := mustNew(t, pebble.Options{InMemory: true, BatchSize: 16 << 10})
+	cv := valueState(t, c)
+	for i := 0; !c.FilterBuilding(); i++ {
+		must(t, cv.Put(key(i), []byte("v")))
+	}
+	<-started
+	close(gate)
+	must(t, c.Close())
+	if c.FilterBuilding() {
+		t.Fatal("Close left the rebuild of the key filter running")
 	}
 }

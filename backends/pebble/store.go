@@ -76,8 +76,10 @@ type Store struct {
 	keptNext int
 	keptLen  int
 	chits    int64 // the point reads the committed batches answered
-	// filter holds every key the database may hold (filter.go).
+	// filter holds every key the database may hold, and fbuild is its
+	// rebuild running, if any (filter.go).
 	filter keyFilter
+	fbuild *filterBuild
 
 	kbuf     []byte   // the key of the current point operation
 	ukey     []byte   // the key of the Update running
@@ -473,6 +475,9 @@ func (s *Store) Restore(src runtime.View) error {
 	if err := s.commit(); err != nil {
 		return fmt.Errorf("pebble: restore: %w", err)
 	}
+	// A rebuild of the key filter running would log every key loaded: the
+	// end of the Restore rebuilds it instead.
+	s.cancelFilterBuild()
 	// The load writes around the states' set: they forget their last
 	// keys (a key read as absent may be loaded).
 	for _, st := range s.states {
