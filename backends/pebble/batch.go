@@ -564,13 +564,10 @@ func (s *Store) forgetCommitted() {
 	s.keptLen = 0
 }
 
-// readCommitted reads key, whose xxhash is h (0 if not computed yet), for
-// a point read that the pending batch does not answer: from the newest
-// committed batch that says something of it, or the database.
+// readCommitted reads key, whose xxhash is h, for a point read that the
+// pending batch does not answer: from the newest committed batch that
+// says something of it, or the database.
 func (s *Store) readCommitted(key []byte, h uint64) ([]byte, io.Closer, bool, error) {
-	if h == 0 {
-		h = xxhash.Sum64(key)
-	}
 	for i := 1; i <= s.keptLen; i++ {
 		c := &s.kept[(s.keptNext-i+keptBatches)%keptBatches]
 		switch v, ps := c.idx.lookup(c.repr, key, h); ps {
@@ -585,41 +582,42 @@ func (s *Store) readCommitted(key []byte, h uint64) ([]byte, io.Closer, bool, er
 			return found3(s.db.Get(key))
 		}
 	}
-	return s.readDB(key, h)
-}
-
-// readDB reads key, whose xxhash is h, from the database, unless the key
-// filter knows it absent.
-func (s *Store) readDB(key []byte, h uint64) ([]byte, io.Closer, bool, error) {
-	if !s.filter.mayHold(h) {
-		return nil, nil, false, nil
-	}
 	return found3(s.db.Get(key))
 }
 
-// pointRead reads key for a point read (Get): from the pending batch's
-// index, the committed batch's, or the database, or through the batch. A
-// found value is valid until closer is closed (closer is nil for a value
-// of a batch, valid until the next write or commit).
+// pointRead reads key for a point read (Get): "not found" if the key
+// filter knows it absent, else from the pending batch's index, the
+// committed batches', or the database, or through the batch. A found
+// value is valid until closer is closed (closer is nil for a value of a
+// batch, valid until the next write or commit).
+//
+// The filter comes first: it holds every key written since it was built,
+// pending and committed batches included (a key is added before its write
+// goes into a batch), so a key it does not hold is in none of them, and a
+// read of an absent key — most reads of a job that creates state — costs
+// one probe of the filter, not a lookup in the index of every batch kept.
 func (s *Store) pointRead(key []byte) (value []byte, closer io.Closer, found bool, err error) {
+	h := xxhash.Sum64(key)
+	if !s.filter.mayHold(h) {
+		return nil, nil, false, nil
+	}
 	b := s.batch
 	if b == nil {
-		return s.readDB(key, xxhash.Sum64(key))
+		return found3(s.db.Get(key))
 	}
 	if b.Empty() {
-		return s.readCommitted(key, 0)
+		return s.readCommitted(key, h)
 	}
 	if s.countRead() {
 		err := s.commit()
 		if err == nil {
-			return s.readCommitted(key, 0)
+			return s.readCommitted(key, h)
 		}
 		if s.failed != nil {
 			return nil, nil, false, err
 		}
 		// The directory refuses writes now: read through the batch.
 	}
-	h := xxhash.Sum64(key)
 	switch v, ps := s.pidx.lookup(b.Repr(), key, h); ps {
 	case pendingSet:
 		return v, nil, true, nil

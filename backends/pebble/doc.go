@@ -132,8 +132,9 @@
 //     removes needs no commit).
 //
 // Every read sees the pending writes, so the semantics are those of a
-// commit per write. A point read (Get, Contains, List Get) first asks the
-// store's own index of the pending batch — a hash of each key to where the
+// commit per write. A point read (Get, Contains, List Get) of a key the
+// key filter (below) knows absent answers "not found" at once; any other
+// first asks the store's own index of the pending batch — a hash of each key to where the
 // batch holds its last write, and the batch's range deletions: a key the
 // batch does not touch is read from the database directly, the value of a
 // pending Set is read from the batch's bytes, a pending Delete or a range
