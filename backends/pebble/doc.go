@@ -219,7 +219,8 @@
 // keys, one to count them and one to add them, for four times as many
 // keys (10 bits a key, about 1% false positives at that load), and it is
 // turned off past Options.KeyFilterSize (16 MiB: the filter of up to 3.3
-// million live keys); a store opened on an existing directory keeps none.
+// million live keys); a store opened on an existing directory builds its
+// first from its database, in the background, asking Pebble until then.
 // A rebuild comes after three times the live keys were added since the
 // last. It scans a Pebble snapshot on a goroutine of its own while the
 // old filter, which still holds every key, keeps answering and logs the

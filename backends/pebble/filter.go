@@ -28,9 +28,8 @@ import (
 // keys, for filterHeadroom times as many keys as the database holds. A
 // rebuild that would take more than Options.KeyFilterSize bytes, or whose
 // scan fails, turns the filter off: every point read then asks Pebble, as
-// it does in a store opened on an existing directory, which keeps no
-// filter (a scan of the database at open would cost what the filter saves
-// on many reads).
+// it does until the filter of a store opened on an existing directory
+// is built.
 //
 // The commit after which the filter is outgrown — when the database holds
 // every key the store wrote — starts the rebuild on a goroutine of its
@@ -42,7 +41,10 @@ import (
 // logged keys to it: the snapshot's keys and those written since, a
 // superset of the database's again. A Restore, which the operator waits
 // for anyway, cancels a rebuild running and rebuilds at its end, before
-// it returns; Close cancels a rebuild and waits for its goroutine.
+// it returns; Close cancels a rebuild and waits for its goroutine. A
+// store opened on an existing directory (ReuseExisting) starts without a
+// filter, answering every point read from Pebble, and builds one the same
+// way from the moment it opens.
 //
 // The filter is blocked: a key's filterProbes bits lie in one 64-byte
 // block, one cache miss, picked by its xxhash (the hash the pending
@@ -76,7 +78,8 @@ type keyFilter struct {
 	max     int64         // the most bytes a rebuild may take
 	skips   int64         // the point reads it answered
 	// logging is set while a rebuild runs: every key added is also
-	// appended to log, for the rebuilt filter (see Store.takeFilter).
+	// appended to log, for the rebuilt filter (see Store.takeFilter),
+	// even while the store has no filter yet (an existing database).
 	logging bool
 	log     []uint64
 }
@@ -91,6 +94,16 @@ func newKeyFilter(max int64) keyFilter {
 	return f
 }
 
+// startExistingFilter starts building the key filter of a store opened on
+// an existing database, unless filters are off: until the build is taken
+// the store has none, and every point read asks Pebble.
+func (s *Store) startExistingFilter() {
+	s.filter = keyFilter{max: s.opts.KeyFilterSize}
+	if s.filter.max >= minFilterBlocks*64 {
+		s.startFilterBuild()
+	}
+}
+
 // block returns the block of the key of xxhash h, and the bits it sets in
 // it, filterProbes positions of 9 bits each, from a second mix of h.
 func (f *keyFilter) block(h uint64) (*filterBlock, uint64) {
@@ -100,11 +113,11 @@ func (f *keyFilter) block(h uint64) (*filterBlock, uint64) {
 
 // add adds the key of xxhash h.
 func (f *keyFilter) add(h uint64) {
-	if f.blocks == nil {
-		return
-	}
 	if f.logging {
 		f.log = append(f.log, h)
+	}
+	if f.blocks == nil {
+		return
 	}
 	b, g := f.block(h)
 	var fresh bool

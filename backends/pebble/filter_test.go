@@ -239,3 +239,70 @@ func TestKeyFilterRebuildInBackground(t *testing.T) {
 		t.Fatal("Close left the rebuild of the key filter running")
 	}
 }
+
+// TestKeyFilterReuseExisting: a store opened on a directory a closed store
+// left starts without a key filter and builds one from its database in the
+// background; the keys written before the build is taken (held here until
+// 5,000 were) reach it through its log. Every key, old and new, stays
+// readable, and the built filter answers reads of absent keys.
+func TestKeyFilterReuseExisting(t *testing.T) {
+	started, gates := make(chan struct{}, 1), make(chan chan struct{}, 1)
+	pebble.SetFilterBuildStarted(t, func() {
+		select {
+		case gate := <-gates:
+			started <- struct{}{}
+			<-gate
+		default:
+		}
+	})
+	dir := t.TempDir() + "/d"
+	s, err := pebble.New(pebble.Options{Dir: dir})
+	must(t, err)
+	vs := valueState(t, s)
+	const old, later = 20_000, 5_000
+	for i := range old {
+		must(t, vs.Put(key(i), []byte("old")))
+	}
+	must(t, s.Close())
+
+	gate := make(chan struct{})
+	gates <- gate
+	r := mustNew(t, pebble.Options{Dir: dir, Existing: pebble.ReuseExisting})
+	<-started
+	if r.FilterBytes() != 0 || !r.FilterBuilding() {
+		t.Fatalf("a reopened store: filter of %d bytes, building %v; want none yet, building", r.FilterBytes(), r.FilterBuilding())
+	}
+	rv := valueState(t, r)
+	for i := old; i < old+later; i++ {
+		must(t, rv.Put(key(i), []byte("new")))
+	}
+	if _, ok := get(t, rv, old+later); ok {
+		t.Fatal("a key never written found before the filter was built")
+	}
+	close(gate)
+	r.WaitFilter()
+	if r.FilterBytes()*8/filterBitsPerKeyForTest < old {
+		t.Fatalf("the built filter has %d bytes, too few for the %d keys of the database", r.FilterBytes(), old)
+	}
+	skips := r.FilterSkips()
+	for i := range old + later {
+		want := "old"
+		if i >= old {
+			want = "new"
+		}
+		if v, ok := get(t, rv, i); !ok || v != want {
+			t.Fatalf("key %d = (%q, %v) after the filter was built, want %q", i, v, ok, want)
+		}
+	}
+	for i := old + later; i < old+later+1000; i++ {
+		if _, ok := get(t, rv, i); ok {
+			t.Fatalf("key %d found, never written", i)
+		}
+	}
+	if r.FilterSkips()-skips < 900 {
+		t.Errorf("the built filter answered %d of 1000 reads of absent keys", r.FilterSkips()-skips)
+	}
+}
+
+// filterBitsPerKeyForTest is the filter's bits per key (filterBitsPerKey).
+const filterBitsPerKeyForTest = 10

@@ -219,8 +219,10 @@ func open(h *handle, o Options, made *bool) (*Store, error) {
 	if err := s.loadMeta(existing); err != nil {
 		return fail(fmt.Errorf("pebble: working directory %q: %w", dir, err))
 	}
-	if !existing {
-		s.filter = newKeyFilter(o.KeyFilterSize) // an existing database keeps none
+	if existing {
+		s.startExistingFilter()
+	} else {
+		s.filter = newKeyFilter(o.KeyFilterSize)
 	}
 	if o.Sync == SyncNone {
 		s.pbatch, s.ibatch, s.cbatch = db.NewBatch(), db.NewIndexedBatch(), db.NewBatch()
