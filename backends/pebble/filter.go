@@ -250,7 +250,8 @@ func (s *Store) takeFilter() {
 	for _, h := range f.log {
 		nf.add(h)
 	}
-	nf.log = f.log[:0] // its buffer, for the next rebuild
+	// The log is dropped, not kept for the next rebuild: it may have
+	// grown to millions of keys, 8 bytes each.
 	*f = nf
 }
 
@@ -266,7 +267,7 @@ func (s *Store) cancelFilterBuild() {
 	<-b.done
 	s.fbuild = nil
 	f := &s.filter
-	f.rebuild, f.logging, f.log = true, false, f.log[:0]
+	f.rebuild, f.logging, f.log = true, false, nil
 }
 
 // rebuildFilter rebuilds the key filter from the keys of the database,
