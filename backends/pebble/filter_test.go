@@ -171,17 +171,7 @@ func TestKeyFilterSizedByRestore(t *testing.T) {
 // still answered by the filter. A Close while a rebuild runs cancels it
 // and leaves no goroutine behind.
 func TestKeyFilterRebuildInBackground(t *testing.T) {
-	// A rebuild that finds a gate in gates says it started, then holds
-	// until the gate is closed; the others run through.
-	started, gates := make(chan struct{}, 1), make(chan chan struct{}, 1)
-	pebble.SetFilterBuildStarted(t, func() {
-		select {
-		case gate := <-gates:
-			started <- struct{}{}
-			<-gate
-		default:
-		}
-	})
+	started, gates := holdFilterBuilds(t)
 	gate := make(chan struct{})
 	gates <- gate
 	s := mustNew(t, pebble.Options{InMemory: true, BatchSize: 16 << 10})
@@ -250,15 +240,7 @@ func TestKeyFilterRebuildInBackground(t *testing.T) {
 // 5,000 were) reach it through its log. Every key, old and new, stays
 // readable, and the built filter answers reads of absent keys.
 func TestKeyFilterReuseExisting(t *testing.T) {
-	started, gates := make(chan struct{}, 1), make(chan chan struct{}, 1)
-	pebble.SetFilterBuildStarted(t, func() {
-		select {
-		case gate := <-gates:
-			started <- struct{}{}
-			<-gate
-		default:
-		}
-	})
+	started, gates := holdFilterBuilds(t)
 	dir := t.TempDir() + "/d"
 	s, err := pebble.New(pebble.Options{Dir: dir})
 	must(t, err)
@@ -310,3 +292,19 @@ func TestKeyFilterReuseExisting(t *testing.T) {
 
 // filterBitsPerKeyForTest is the filter's bits per key (filterBitsPerKey).
 const filterBitsPerKeyForTest = 10
+
+// holdFilterBuilds makes the rebuilds of key filters of the test's stores
+// hold: a rebuild that finds a gate in gates sends on started, then waits
+// until the gate is closed before it scans; the others run through.
+func holdFilterBuilds(t *testing.T) (started chan struct{}, gates chan chan struct{}) {
+	started, gates = make(chan struct{}, 1), make(chan chan struct{}, 1)
+	pebble.SetFilterBuildStarted(t, func() {
+		select {
+		case gate := <-gates:
+			started <- struct{}{}
+			<-gate
+		default:
+		}
+	})
+	return started, gates
+}
