@@ -74,3 +74,11 @@ func (s *Store) WaitFilter() {
 		s.takeFilter()
 	}
 }
+
+// SetNewKeyIter makes the scans of key filter builds open their iterators
+// with fn, until the test ends.
+func SetNewKeyIter(t interface{ Cleanup(func()) }, fn func(r pebbledb.Reader) (*pebbledb.Iterator, error)) {
+	old := newKeyIter
+	newKeyIter = fn
+	t.Cleanup(func() { newKeyIter = old })
+}

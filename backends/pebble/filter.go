@@ -29,7 +29,8 @@ import (
 // rebuild that would take more than Options.KeyFilterSize bytes, or whose
 // scan fails, turns the filter off: every point read then asks Pebble, as
 // it does until the filter of a store opened on an existing directory
-// is built.
+// is built. Either is reported to Options.Logger (Infof for the bound,
+// Errorf for a failed scan), naming the working directory.
 //
 // The commit after which the filter is outgrown — when the database holds
 // every key the store wrote — starts the rebuild on a goroutine of its
@@ -195,6 +196,12 @@ var errFilterBuildStopped = errors.New("key filter rebuild canceled")
 // before its scans.
 var filterBuildStarted func()
 
+// newKeyIter opens the iterator of a scan of a filter build; tests replace
+// it to make scans fail.
+var newKeyIter = func(r pebbledb.Reader) (*pebbledb.Iterator, error) {
+	return r.NewIter(&pebbledb.IterOptions{})
+}
+
 // maintainFilter runs after every commit, when the database holds every
 // key the store wrote: it takes the filter a rebuild has finished, and
 // starts a rebuild if the filter is outgrown and none is running.
@@ -242,7 +249,7 @@ func (s *Store) takeFilter() {
 	s.fbuild = nil
 	f := &s.filter
 	if b.err != nil || b.res.blocks == nil {
-		f.off()
+		s.filterOff(b.err)
 		return
 	}
 	nf := b.res
@@ -278,11 +285,24 @@ func (s *Store) rebuildFilter() {
 	f := &s.filter
 	nf, err := buildFilter(s.db, f.max, nil)
 	if err != nil || nf.blocks == nil {
-		f.off()
+		s.filterOff(err)
 		return
 	}
 	nf.skips = f.skips
 	*f = nf
+}
+
+// filterOff turns the key filter off for good after a build that failed
+// with err, or (err nil) whose filter would outgrow Options.KeyFilterSize,
+// and says so to the store's logger.
+func (s *Store) filterOff(err error) {
+	l := storeLogger{h: s.h, user: s.opts.Logger}
+	if err != nil {
+		l.Errorf("working directory %q: the key filter is off, its rebuild failed: %v (point reads ask Pebble for every key)", s.h.dir, err)
+	} else {
+		l.Infof("working directory %q: the key filter is off: the database holds too many keys for KeyFilterSize %d (point reads ask Pebble for every key)", s.h.dir, s.filter.max)
+	}
+	s.filter.off()
 }
 
 // buildFilter returns the filter of the keys r holds, sized for
@@ -308,7 +328,7 @@ func buildFilter(r pebbledb.Reader, limit int64, stop *atomic.Bool) (keyFilter, 
 // scanKeys calls fn with every key of r, valid until fn returns, until
 // stop (if not nil) is set.
 func scanKeys(r pebbledb.Reader, stop *atomic.Bool, fn func(key []byte)) error {
-	it, err := r.NewIter(&pebbledb.IterOptions{})
+	it, err := newKeyIter(r)
 	if err != nil {
 		return err
 	}

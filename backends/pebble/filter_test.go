@@ -1,11 +1,14 @@
 package pebble_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
+	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
@@ -307,4 +310,79 @@ func holdFilterBuilds(t *testing.T) (started chan struct{}, gates chan chan stru
 		}
 	})
 	return started, gates
+}
+
+// filterLog records what a store logs of its key filter.
+type filterLog struct {
+	mu            sync.Mutex
+	infos, errors []string
+}
+
+func (l *filterLog) Infof(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); strings.Contains(msg, "key filter") {
+		l.mu.Lock()
+		l.infos = append(l.infos, msg)
+		l.mu.Unlock()
+	}
+}
+
+func (l *filterLog) Errorf(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); strings.Contains(msg, "key filter") {
+		l.mu.Lock()
+		l.errors = append(l.errors, msg)
+		l.mu.Unlock()
+	}
+}
+
+func (l *filterLog) Fatalf(format string, args ...any) { l.Errorf(format, args...) }
+
+// TestKeyFilterOffIsLogged: a rebuild whose scan fails, and one whose
+// filter would outgrow KeyFilterSize, turn the filter off and say so to
+// Options.Logger — an error naming the cause, an informational message
+// naming the bound — and every key stays readable.
+func TestKeyFilterOffIsLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    pebble.Options
+		fail    bool
+		want    string
+		isError bool
+	}{
+		{"scan fails", pebble.Options{InMemory: true}, true, "injected scan failure", true},
+		{"too large", pebble.Options{InMemory: true, KeyFilterSize: 8 << 10}, false, "KeyFilterSize 8192", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.fail {
+				pebble.SetNewKeyIter(t, func(pebbledb.Reader) (*pebbledb.Iterator, error) {
+					return nil, errors.New("injected scan failure")
+				})
+			}
+			rec := &filterLog{}
+			tc.opts.Logger = rec
+			s := mustNew(t, tc.opts)
+			vs := valueState(t, s)
+			const n = 30_000
+			for i := range n {
+				must(t, vs.Put(key(i), []byte("v")))
+			}
+			s.WaitFilter()
+			if s.FilterBytes() != 0 {
+				t.Fatalf("filter of %d bytes after its rebuild failed; want it off", s.FilterBytes())
+			}
+			rec.mu.Lock()
+			got := rec.infos
+			if tc.isError {
+				got = rec.errors
+			}
+			rec.mu.Unlock()
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) || !strings.Contains(got[0], "key filter is off") {
+				t.Fatalf("logged %q; want one message that the key filter is off, naming %q", got, tc.want)
+			}
+			for i := range n + 100 {
+				if _, ok := get(t, vs, i); ok != (i < n) {
+					t.Fatalf("key %d found %v with the filter off", i, ok)
+				}
+			}
+		})
+	}
 }

@@ -162,7 +162,9 @@ type Options struct {
 	// files; default RefuseExisting (see ExistingDirPolicy).
 	Existing ExistingDirPolicy
 
-	// Logger receives Pebble's log messages. The default drops
+	// Logger receives Pebble's log messages, and the store's own: that
+	// its key filter was turned off (Errorf if a rebuild's scan failed,
+	// Infof if the filter would outgrow KeyFilterSize). The default drops
 	// informational messages and writes errors with the standard log
 	// package, prefixed with the working directory. Its Fatalf is never
 	// called: a fatal error of Pebble's fails the store (ErrFailed) and
