@@ -134,13 +134,14 @@
 // Every read sees the pending writes, so the semantics are those of a
 // commit per write. A point read (Get, Contains, List Get) of a key the
 // key filter (below) knows absent answers "not found" at once; any other
-// first asks the store's own index of the pending batch — a hash of each key to where the
-// batch holds its last write, and the batch's range deletions: a key the
-// batch does not touch is read from the database directly, the value of a
-// pending Set is read from the batch's bytes, a pending Delete or a range
-// deletion covering the key answers "not found", and only a key whose last
-// pending write is a merge operand (a list's Add) is read through the
-// batch, which folds it with the database's value. (Pebble's own
+// first asks the store's own index of the pending batch — a hash of each
+// key to where the batch holds its last write, and the batch's range
+// deletions: a key the batch does not touch is read from the database
+// directly, the value of a pending Set is read from the batch's bytes, a
+// pending Delete or a range deletion covering the key answers "not
+// found", and only a key whose last pending write is a merge operand (a
+// list's Add) is read through the batch, which folds it with the
+// database's value. (Pebble's own
 // Batch.Get builds iterators over the batch for every lookup: two
 // allocations, and a merge of the batch into the LSM lookup, even for
 // keys the batch does not hold.) A commit keeps that index, and a copy of
@@ -347,8 +348,8 @@
 // (CPU time counts Pebble's flushes and compactions, on the other core,
 // which is why a Put's is noisier than its wall time.) Nexmark
 // (benchmarks/nexmark, the five queries in one pass over 200K events)
-// runs at 377K events/s, 0.034× plain Go (±26%), with 0.20 allocations per
-// event (benchmarks/REPORT.md, 68e8c01). The large-state benchmark (10M
+// runs at 432K events/s, 0.043× plain Go (±24%), with 0.18 allocations per
+// event (benchmarks/REPORT.md, cc91fc3). The large-state benchmark (10M
 // entries of 100-byte values, 1.1 GB on disk, 64 MiB block cache) filled
 // at ~184K entries/s, read random entries at ~34 µs (most miss the
 // cache), and peaked at 147 MiB RSS: 56 MiB of Pebble memory (cache and

@@ -89,18 +89,21 @@ type keyFilter struct {
 // bytes (off if max is less than the smallest filter).
 func newKeyFilter(max int64) keyFilter {
 	f := keyFilter{max: max}
-	if max >= minFilterBlocks*64 {
+	if f.allowed() {
 		f.blocks = make([]filterBlock, minFilterBlocks)
 	}
 	return f
 }
+
+// allowed reports whether the bound of the filter admits one at all.
+func (f *keyFilter) allowed() bool { return f.max >= minFilterBlocks*64 }
 
 // startExistingFilter starts building the key filter of a store opened on
 // an existing database, unless filters are off: until the build is taken
 // the store has none, and every point read asks Pebble.
 func (s *Store) startExistingFilter() {
 	s.filter = keyFilter{max: s.opts.KeyFilterSize}
-	if s.filter.max >= minFilterBlocks*64 {
+	if s.filter.allowed() {
 		s.startFilterBuild()
 	}
 }
@@ -247,19 +250,9 @@ func (s *Store) takeFilter() {
 	b := s.fbuild
 	<-b.done
 	s.fbuild = nil
-	f := &s.filter
-	if b.err != nil || b.res.blocks == nil {
-		s.filterOff(b.err)
-		return
-	}
-	nf := b.res
-	nf.skips = f.skips
-	for _, h := range f.log {
-		nf.add(h)
-	}
-	// The log is dropped, not kept for the next rebuild: it may have
-	// grown to millions of keys, 8 bytes each.
-	*f = nf
+	// The log is dropped with the old filter, not kept for the next
+	// rebuild: it may have grown to millions of keys, 8 bytes each.
+	s.installFilter(b.res, b.err, s.filter.log)
 }
 
 // cancelFilterBuild cancels the rebuild running, if any, and waits for its
@@ -282,27 +275,31 @@ func (s *Store) cancelFilterBuild() {
 // of a Restore. A rebuild running is canceled first.
 func (s *Store) rebuildFilter() {
 	s.cancelFilterBuild()
-	f := &s.filter
-	nf, err := buildFilter(s.db, f.max, nil)
-	if err != nil || nf.blocks == nil {
-		s.filterOff(err)
-		return
-	}
-	nf.skips = f.skips
-	*f = nf
+	nf, err := buildFilter(s.db, s.filter.max, nil)
+	s.installFilter(nf, err, nil)
 }
 
-// filterOff turns the key filter off for good after a build that failed
-// with err, or (err nil) whose filter would outgrow Options.KeyFilterSize,
-// and says so to the store's logger.
-func (s *Store) filterOff(err error) {
+// installFilter makes nf, built with error err, the store's key filter,
+// with the keys of log added. A build that failed, or whose filter would
+// outgrow Options.KeyFilterSize (nf off, err nil), turns the filter off
+// for good, and says so to the store's logger.
+func (s *Store) installFilter(nf keyFilter, err error, log []uint64) {
+	f := &s.filter
+	if err == nil && nf.blocks != nil {
+		nf.skips = f.skips
+		for _, h := range log {
+			nf.add(h)
+		}
+		*f = nf
+		return
+	}
 	l := storeLogger{h: s.h, user: s.opts.Logger}
 	if err != nil {
 		l.Errorf("working directory %q: the key filter is off, its rebuild failed: %v (point reads ask Pebble for every key)", s.h.dir, err)
 	} else {
-		l.Infof("working directory %q: the key filter is off: the database holds too many keys for KeyFilterSize %d (point reads ask Pebble for every key)", s.h.dir, s.filter.max)
+		l.Infof("working directory %q: the key filter is off: the database holds too many keys for KeyFilterSize %d (point reads ask Pebble for every key)", s.h.dir, f.max)
 	}
-	s.filter.off()
+	f.off()
 }
 
 // buildFilter returns the filter of the keys r holds, sized for

@@ -152,10 +152,10 @@ type Options struct {
 	// KeyFilterSize (16 MiB: past 3.3 million live keys; see "The key
 	// filter" in the package doc). A store opened on an existing
 	// directory builds its first filter from its database, in the
-	// background. The memory is the Go heap's, not the
-	// block cache's; while a rebuild runs (on a goroutine of its own) the
-	// old filter and the new one are both held, with 8 bytes for each key
-	// written meanwhile.
+	// background. The memory is the Go heap's, not the block cache's;
+	// while a rebuild runs (on a goroutine of its own) the old filter and
+	// the new one are both held, with 8 bytes for each key written
+	// meanwhile.
 	KeyFilterSize int64
 
 	// Existing is the policy for a working directory that already holds
