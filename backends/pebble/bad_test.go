@@ -362,7 +362,11 @@ func takesSpace(op errorfs.Op) bool {
 
 // filledStore opens a store in directory "d" of fs, with 1 MiB
 // memtables, and writes its first 1000 entries (fill); it returns the
-// store, its value state and the number of entries written.
+// store, its value state and the number of entries written, once no flush
+// or compaction is in progress: one that the test's full disk caught
+// between its table and its MANIFEST write would fail the database for
+// good (Pebble's MANIFEST errors are fatal), where the tests mean a flush
+// that fails and can be retried.
 func filledStore(t *testing.T, fs vfs.FS) (*pebble.Store, runtime.ValueState, int) {
 	t.Helper()
 	s := mustNew(t, pebble.Options{FS: fs, Dir: "d", MemTableSize: 1 << 20})
@@ -370,6 +374,11 @@ func filledStore(t *testing.T, fs vfs.FS) (*pebble.Store, runtime.ValueState, in
 	n, err := fill(vs, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); s.BackgroundWork() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("flushes and compactions still in progress 30s after the fill: %d", s.BackgroundWork())
+		}
 	}
 	return s, vs, n
 }

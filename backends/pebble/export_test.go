@@ -82,3 +82,10 @@ func SetNewKeyIter(t interface{ Cleanup(func()) }, fn func(r pebbledb.Reader) (*
 	newKeyIter = fn
 	t.Cleanup(func() { newKeyIter = old })
 }
+
+// BackgroundWork returns the number of Pebble's flushes and compactions in
+// progress in the store's database.
+func (s *Store) BackgroundWork() int64 {
+	m := s.db.Metrics()
+	return m.Flush.NumInProgress + m.Compact.NumInProgress
+}
