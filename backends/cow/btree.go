@@ -153,10 +153,10 @@ func descend(slabs [][]byte, r *btree, kp uint64, key []byte, path []pathEl) []p
 	return append(path, pathEl{ref: ref})
 }
 
-// btGet returns the value of key in r.
-func btGet(slabs [][]byte, r *btree, key []byte) ([]byte, bool) {
+// btGet returns the ref and the value of the entry of key in r.
+func btGet(slabs [][]byte, r *btree, key []byte) (uint64, []byte, bool) {
 	if r.root == 0 {
-		return nil, false
+		return 0, nil, false
 	}
 	kp := prefix(key)
 	ref := r.root
@@ -164,8 +164,12 @@ func btGet(slabs [][]byte, r *btree, key []byte) ([]byte, bool) {
 		nd := arena.At(slabs, ref)
 		ref = child(nd, route(slabs, nd, kp, key, false))
 	}
-	_, v, ok := leafSearch(slabs, arena.At(slabs, ref), kp, key)
-	return v, ok
+	nd := arena.At(slabs, ref)
+	i, v, ok := leafSearch(slabs, nd, kp, key)
+	if !ok {
+		return 0, nil, false
+	}
+	return leafRef(nd, i), v, true
 }
 
 func (t *table) newItem(key, val []byte) (uint64, int) {
@@ -203,8 +207,10 @@ func (t *table) setChild(r *btree, path []pathEl, l int, ref uint64) {
 	put64(nd, 3+3*path[l].idx, ref)
 }
 
-// btPut sets key to val in r.
-func (t *table) btPut(r *btree, key, val []byte) {
+// btPut sets key to val in r. It returns the ref of the entry that now
+// holds key and whether key had an entry before (which, written in place,
+// keeps its ref).
+func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
 	kp := prefix(key)
 	if r.root == 0 {
 		ref, n := t.newItem(key, val)
@@ -214,7 +220,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 		put64(nd, 1, kp)
 		put64(nd, 2, ref)
 		*r = btree{root: leaf, count: 1, bytes: int64(n + leafSize(1))}
-		return
+		return ref, false
 	}
 	var buf [16]pathEl
 	path := descend(t.Slabs, r, kp, key, buf[:0])
@@ -227,14 +233,14 @@ func (t *table) btPut(r *btree, key, val []byte) {
 		_, ov, osize, _ := decodeItem(arena.At(t.Slabs, old))
 		if len(ov) == len(val) && !t.frozen(old) {
 			copy(ov, val)
-			return
+			return old, true
 		}
 		ref, n := t.newItem(key, val)
 		r.bytes += int64(n - osize)
 		t.garbage += int64(osize)
 		nd = t.mutNode(r, path, h)
 		put64(nd, 2+2*idx, ref)
-		return
+		return ref, true
 	}
 	ref, n := t.newItem(key, val)
 	r.count++
@@ -246,7 +252,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 		put64(nd, 1+2*idx, kp)
 		put64(nd, 2+2*idx, ref)
 		setN(nd, cnt+1)
-		return
+		return ref, false
 	}
 	if c < btMax {
 		nc := min(2*c, btMax)
@@ -260,7 +266,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 		t.garbage += int64(leafSize(c))
 		r.bytes += int64(leafSize(nc) - leafSize(c))
 		t.setChild(r, path, h-1, nref)
-		return
+		return ref, false
 	}
 	// Split a full leaf: the left half stays, the right half moves.
 	var items [btMax + 1][2]uint64
@@ -287,6 +293,7 @@ func (t *table) btPut(r *btree, key, val []byte) {
 	}
 	setN(nd, left)
 	t.insertChild(r, path, h-1, items[left][0], items[left][1], rref)
+	return ref, false
 }
 
 // insertChild inserts (p, sep, ch) after child path[l].idx of the inner

@@ -44,6 +44,16 @@ type Options struct {
 	// Default DefaultRestoreConcurrency(); at most MaxRestoreConcurrency.
 	// Restore never runs more goroutines than it has key groups to load.
 	RestoreConcurrency int
+
+	// DisableMapIndex turns off the entry index of Map and SortedMap
+	// states: per state and key group, a hash table of the map entries
+	// that reads found, which answers a later Get, Contains or Update of
+	// them with one probe rather than the (key, namespace) lookup and a
+	// B-tree descent (see "The entry index" in the package doc). It costs
+	// 40 bytes per entry read, up to twice the live bytes of the table
+	// (at least 16 KiB); off,
+	// every map read descends its tree.
+	DisableMapIndex bool
 }
 
 // MaxDefaultRestoreConcurrency caps DefaultRestoreConcurrency: beyond a

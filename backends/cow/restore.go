@@ -375,7 +375,7 @@ func (ld *loader) build() error {
 		m.count++
 		m.bytes += int64(size)
 		if spec.SubKeyed {
-			if _, err := t.treePut(&t.nsIdx, r.keyHash, key, nil, ns, nil); err != nil {
+			if _, _, err := t.treePut(&t.nsIdx, r.keyHash, key, nil, ns, nil); err != nil {
 				return err
 			}
 		}
@@ -473,7 +473,7 @@ func (ld *loader) merge(r *loadRun, pos int) error {
 	}
 	for i := r.items[0]; i < r.items[1]; i++ {
 		uk, v, size, _ := decodeItem(arena.At(t.Slabs, ld.items[i][1]))
-		if _, dup := btGet(t.Slabs, &root, uk); dup {
+		if _, _, dup := btGet(t.Slabs, &root, uk); dup {
 			return ld.duplicate(r, uk)
 		}
 		t.btPut(&root, uk, v)

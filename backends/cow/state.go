@@ -96,7 +96,7 @@ func (st *state) created(t *table, k runtime.Key) error {
 		return nil
 	}
 	t.step(&t.nsIdx)
-	_, err := t.treePut(&t.nsIdx, k.Hash(), k.Bytes(), nil, k.Namespace(), nil)
+	_, _, err := t.treePut(&t.nsIdx, k.Hash(), k.Bytes(), nil, k.Namespace(), nil)
 	return err
 }
 
@@ -449,17 +449,28 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	v, ok := treeGet(t.Slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
+	_, v, ok := t.mapGet(m.hash(k), k.Bytes(), k.Namespace(), userKey)
 	return v, ok, nil
 }
 
 // Put implements runtime.MapState.
 func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
+	return m.put(k, userKey, value, false)
+}
+
+// put is Put; with index it adds the entry to the entry index (Update's
+// entries, read-modify-written, are read again; Put's, timers' among them,
+// are often not).
+func (m mapState) put(k runtime.Key, userKey, value []byte, index bool) error {
 	t, err := m.wtable(k, true)
 	if err != nil {
 		return err
 	}
-	created, err := t.treePut(&t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey, value)
+	h := m.hash(k)
+	created, ref, err := t.treePut(&t.main, h, k.Bytes(), k.Namespace(), userKey, value)
+	if err == nil && index && !t.noIdx {
+		t.idx.add(t.Slabs, ixHash(h, userKey), k.Bytes(), k.Namespace(), userKey, ref, t.Used-t.garbage)
+	}
 	if err == nil && created {
 		err = m.created(t, k)
 	}
@@ -482,7 +493,7 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		found bool
 	)
 	if t != nil {
-		old, found = treeGet(t.Slabs, &t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey)
+		_, old, found = t.mapGet(m.hash(k), k.Bytes(), k.Namespace(), userKey)
 		old = old[:len(old):len(old)]
 	}
 	nv, err := st.callUpdate(fn, old, found)
@@ -500,7 +511,7 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		s.updBuf = append(s.updBuf[:0], nv...)
 		nv = s.updBuf
 	}
-	return m.Put(k, userKey, nv)
+	return m.put(k, userKey, nv, true)
 }
 
 // utable checks an Update of k with fn and returns k's table, nil if it

@@ -28,6 +28,11 @@ type table struct {
 	arena.Arena
 	main  htab // (key, namespace) -> value, list header or B-tree root
 	nsIdx htab // sub-keyed states: key -> B-tree of its namespaces
+	// idx indexes the entries of the main table's trees that reads found
+	// (see entryIndex); noIdx turns it off: a state of another kind, or
+	// Options.DisableMapIndex.
+	idx   entryIndex
+	noIdx bool
 	kind  runtime.Kind
 	// marks is the end of the arena at the newest snapshot; cow, set by
 	// every write from the store's count of live snapshots, says whether a
@@ -127,7 +132,8 @@ func (t *table) view() *tableView {
 }
 
 func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {
-	return &table{Arena: arena.New(o.MaxSlabSize), kind: kind, minCompact: int64(o.CompactionMinGarbage), epoch: epoch}
+	noIdx := o.DisableMapIndex || (kind != runtime.KindMap && kind != runtime.KindSortedMap)
+	return &table{Arena: arena.New(o.MaxSlabSize), kind: kind, minCompact: int64(o.CompactionMinGarbage), epoch: epoch, noIdx: noIdx}
 }
 
 // frozen reports whether a live snapshot may reach the region at ref, which
@@ -195,8 +201,12 @@ func (t *table) insertEntry(r *htab, h uint64, key, ns, val []byte) error {
 }
 
 // removeEntry deletes the entry at l in r; extra is the size of what the
-// entry owns (a list region, a tree).
+// entry owns (a list region, a tree). Removing a map empties the entry
+// index, which may hold its entries.
 func (t *table) removeEntry(r *htab, l loc, extra int64) {
+	if r == &t.main {
+		t.idx.reset()
+	}
 	dir, _, w := r.table(l.old)
 	rec := record(dir, w, l.pos)
 	_, _, _, size, _ := decodeEntry(recEntry(t.Slabs, rec))
@@ -329,40 +339,63 @@ func listScan(slabs [][]byte, hv []byte, fn func(elem []byte) bool) error {
 	return nil
 }
 
-// treeGet returns the value of uk in the tree of the entry (key, ns) of r.
-func treeGet(slabs [][]byte, r *htab, h uint64, key, ns, uk []byte) ([]byte, bool) {
+// treeGet returns the ref and the value of the entry of uk in the tree of
+// the entry (key, ns) of r.
+func treeGet(slabs [][]byte, r *htab, h uint64, key, ns, uk []byte) (uint64, []byte, bool) {
 	rec, _ := find(slabs, r, h, key, ns)
 	if rec == nil {
-		return nil, false
+		return 0, nil, false
 	}
 	_, _, rv, _, _ := decodeEntry(recEntry(slabs, rec))
 	root, ok := decodeBtree(rv)
 	if !ok {
-		return nil, false
+		return 0, nil, false
 	}
 	return btGet(slabs, &root, uk)
 }
 
+// mapGet returns the ref and the value of the entry of uk in the map of
+// (key, ns), whose main-table hash is h: from the entry index if it holds
+// the entry, else from the tree, indexing the entry it finds.
+func (t *table) mapGet(h uint64, key, ns, uk []byte) (uint64, []byte, bool) {
+	if t.noIdx {
+		return treeGet(t.Slabs, &t.main, h, key, ns, uk)
+	}
+	ih := ixHash(h, uk)
+	if ref, v, ok := t.idx.get(t.Slabs, ih, key, ns, uk); ok {
+		return ref, v, true
+	}
+	ref, v, ok := treeGet(t.Slabs, &t.main, h, key, ns, uk)
+	if ok {
+		t.idx.add(t.Slabs, ih, key, ns, uk, ref, t.Used-t.garbage)
+	}
+	return ref, v, ok
+}
+
 // treePut sets uk to val in the tree of the entry (key, ns) of r, creating
-// the entry if needed, and reports whether it did.
-func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, error) {
+// the entry if needed, and reports whether it did, with the ref of uk's
+// entry.
+func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, uint64, error) {
 	rec, l := find(t.Slabs, r, h, key, ns)
 	var rb [btRootSize]byte
 	if rec == nil {
 		var root btree
-		t.btPut(&root, uk, val)
+		ref, _ := t.btPut(&root, uk, val)
 		root.encode(rb[:])
-		return true, t.insertEntry(r, h, key, ns, rb[:])
+		return true, ref, t.insertEntry(r, h, key, ns, rb[:])
 	}
 	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, _ := decodeBtree(rv)
 	before := root
-	t.btPut(&root, uk, val)
+	ref, replaced := t.btPut(&root, uk, val)
+	if replaced && r == &t.main {
+		t.idx.setRef(t.Slabs, ixHash(h, uk), key, ns, uk, ref)
+	}
 	if root != before {
 		root.encode(rb[:])
 		t.setValue(r, l, rb[:])
 	}
-	return false, nil
+	return false, ref, nil
 }
 
 // treeDelete removes uk from the tree of the entry (key, ns) of r, removing
@@ -377,6 +410,9 @@ func (t *table) treeDelete(r *htab, h uint64, key, ns, uk []byte) bool {
 	before := root
 	if !t.btDelete(&root, uk) {
 		return false
+	}
+	if r == &t.main {
+		t.idx.remove(t.Slabs, ixHash(h, uk), key, ns, uk)
 	}
 	if root.count == 0 {
 		t.removeEntry(r, l, root.bytes)
@@ -410,6 +446,7 @@ func (t *table) compact() {
 	clear(t.prot)
 	t.prot = t.prot[:0]
 	t.garbage = 0
+	t.idx.reset() // every entry moves
 	var items [][2]uint64
 	t.main = t.rebuild(src, &oldMain, t.kind, &items)
 	t.nsIdx = t.rebuild(src, &oldNS, runtime.KindSortedMap, &items)

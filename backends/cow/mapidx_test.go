@@ -1,0 +1,310 @@
+package cow
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/runtime"
+)
+
+// checkEntryIndex checks the entry index of every table of every map state
+// of p's cow store against the trees: each live record names an entry
+// that its (key, namespace) tree holds at the record's ref, under the
+// record's hash; the count of live records is the index's n. It returns
+// the number of live records.
+func checkEntryIndex(t *testing.T, p *pair, what string) int {
+	t.Helper()
+	total := 0
+	for _, st := range p.states {
+		var s *state
+		switch c := st[0].(type) {
+		case mapState:
+			s = c.state
+		case sortedMapState:
+			s = c.state
+		default:
+			continue
+		}
+		for kg, tab := range s.tabs {
+			if tab == nil {
+				continue
+			}
+			x := &tab.idx
+			live := 0
+			for i := range x.recs {
+				r := &x.recs[i]
+				if r.gen != x.gen {
+					continue
+				}
+				live++
+				key, ns := r.kn[:r.kl], r.kn[r.kl:r.kl+r.nl]
+				uk := itemKey(arena.At(tab.Slabs, r.ref))
+				h := runtime.HashKey(key)
+				if s.spec.SubKeyed {
+					h ^= nsHash(ns)
+				}
+				if ixHash(h, uk) != r.h {
+					t.Fatalf("%s: state %s, key group %d: record %d of (%x, %x, %x) has hash %x, want %x", what, s.spec.Name, kg, i, key, ns, uk, r.h, ixHash(h, uk))
+				}
+				ref, _, ok := treeGet(tab.Slabs, &tab.main, h, key, ns, uk)
+				if !ok || ref != r.ref {
+					t.Fatalf("%s: state %s, key group %d: the index has (%x, %x, %x) at ref %x; the tree has it: %v, at %x", what, s.spec.Name, kg, key, ns, uk, r.ref, ok, ref)
+				}
+			}
+			if live != x.n {
+				t.Fatalf("%s: state %s, key group %d: %d live records, n = %d", what, s.spec.Name, kg, live, x.n)
+			}
+			total += live
+		}
+	}
+	return total
+}
+
+// mapOp applies one random operation to a map state of both stores of p,
+// reads included (they fill the entry index), and checks what reads
+// return against the model. Without clears it neither clears a map nor
+// deletes all of a key's.
+func mapOp(t *testing.T, p *pair, r *rand.Rand, maps []int, keys, uks int, clears bool) {
+	t.Helper()
+	st := p.states[maps[r.IntN(len(maps))]]
+	a, b := st[0].(runtime.MapState), st[1].(runtime.MapState)
+	var ns []byte
+	if st[0].Spec().SubKeyed {
+		ns = []byte{byte(r.IntN(3))}
+	}
+	key := fmt.Appendf(nil, "k%d", r.IntN(keys))
+	if r.IntN(10) == 0 {
+		key = append(key, bytes.Repeat([]byte{'y'}, idxKeyMax)...) // not indexable
+	}
+	k := runtime.MakeKey(key, ns, p.maxP)
+	uk := fmt.Appendf(nil, "u%d", r.IntN(uks))
+	if r.IntN(8) == 0 {
+		uk = append(uk, bytes.Repeat([]byte{'x'}, 9)...) // past ixHash's first 8 bytes
+	}
+	switch x := r.IntN(100); {
+	case x < 30:
+		got, gok, err1 := a.Get(k, uk)
+		want, wok, err2 := b.Get(k, uk)
+		p.check("Get", err1, err2)
+		if gok != wok || !bytes.Equal(got, want) {
+			t.Fatalf("Get(%q, %q, %q) = %q, %v; the model has %q, %v", k.Bytes(), ns, uk, got, gok, want, wok)
+		}
+	case x < 65:
+		// A count whose length changes now and then (a new ref), and
+		// sometimes a value of another length altogether.
+		grow := r.IntN(10) == 0
+		fn := func(old []byte, found bool) ([]byte, error) {
+			nv := append([]byte(nil), old...)
+			if len(nv) == 0 {
+				nv = []byte{0}
+			}
+			nv[0]++
+			if grow || nv[0] == 0 {
+				nv = append(nv, 'g')
+			}
+			return nv, nil
+		}
+		want, wok, err := b.Get(k, uk)
+		p.check("model Get", err)
+		nv, _ := fn(want, wok)
+		p.check("Update", a.(runtime.MapUpdater).Update(k, uk, fn), b.Put(k, uk, nv))
+	case x < 80:
+		v := bytesOf(r, 12)
+		p.check("Put", a.Put(k, uk, v), b.Put(k, uk, v))
+	case x < 92:
+		p.check("Delete", a.Delete(k, uk), b.Delete(k, uk))
+	case x < 95 && clears:
+		p.check("Clear", st[0].Clear(k), st[1].Clear(k))
+	case x < 97 && clears:
+		p.check("DeleteAll", st[0].DeleteAll(k), st[1].DeleteAll(k))
+	default:
+		// Edit: drop odd counts, bump the rest.
+		edit := func(_, v []byte) (runtime.MapEdit, error) {
+			if len(v) > 0 && v[0]%2 == 1 {
+				return runtime.MapEdit{Action: runtime.EditDelete}, nil
+			}
+			return runtime.MapEdit{Action: runtime.EditReplace, Value: append(append([]byte(nil), v...), 'e')}, nil
+		}
+		p.check("Edit", a.Edit(k, edit), b.Edit(k, edit))
+	}
+}
+
+// TestEntryIndexAgreesWithTrees drives map states of a cow store and the
+// reference model with random reads and writes — Get, Update, Put,
+// Delete, Clear, DeleteAll and Edit over few keys and user keys, long user
+// keys among them — while snapshots are taken and released (so that
+// writes give entries new refs) and tables compact. Every read agrees with
+// the model, and after every operation the entry index of every table
+// agrees with its trees (checkEntryIndex). One key group holds every
+// entry, so that the index also grows to its bound and starts over.
+func TestEntryIndexAgreesWithTrees(t *testing.T) {
+	for _, opts := range []Options{
+		{StoreConfig: runtime.StoreConfig{MaxParallelism: 1}},
+		{StoreConfig: runtime.StoreConfig{MaxParallelism: 2}, MaxSlabSize: 1 << 10, CompactionMinGarbage: 1},
+	} {
+		t.Run(fmt.Sprintf("maxP=%d,compact=%d", opts.MaxParallelism, opts.CompactionMinGarbage), func(t *testing.T) {
+			seed := rand.Uint64()
+			t.Logf("seed %d", seed)
+			r := rand.New(rand.NewPCG(seed, 11))
+			p := newPair(t, opts)
+			var maps []int
+			for i, st := range p.states {
+				if k := st[0].Spec().Kind; k == runtime.KindMap || k == runtime.KindSortedMap {
+					maps = append(maps, i)
+				}
+			}
+			var live []snapPair
+			ops, most := 20000, 0
+			if testing.Short() {
+				ops = 5000
+			}
+			for i := range ops {
+				keys, uks, clears := 6, 40, true
+				if i%5000 > 2500 {
+					// More entries than the index holds at first, and
+					// no Clear to empty it: it grows to its bound.
+					keys, uks, clears = 20, 400, false
+				}
+				mapOp(t, p, r, maps, keys, uks, clears)
+				most = max(most, checkEntryIndex(t, p, fmt.Sprintf("op %d", i)))
+				switch x := r.IntN(300); {
+				case x < 2 && len(live) < 3:
+					live = append(live, p.snapshot())
+				case x < 4 && len(live) > 0:
+					j := r.IntN(len(live))
+					p.verify(live[j], fmt.Sprintf("op %d", i))
+					live = append(live[:j], live[j+1:]...)
+				}
+			}
+			for _, s := range live {
+				p.verify(s, "end")
+			}
+			if most == 0 {
+				t.Fatal("the entry index never held an entry")
+			}
+			t.Logf("the index held up to %d entries", most)
+		})
+	}
+}
+
+// TestEntryIndexServesRereads checks that the index is used: a map entry
+// read once is then read from the index (a tree made unreadable behind
+// its back does not stop the read), and that DisableMapIndex keeps it
+// empty.
+func TestEntryIndexServesRereads(t *testing.T) {
+	for _, disable := range []bool{false, true} {
+		s, err := New(Options{DisableMapIndex: disable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Register(runtime.StateSpec{Name: "m", Kind: runtime.KindMap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := st.(mapState)
+		k := runtime.MakeKey([]byte("key"), nil, s.Config().MaxParallelism)
+		if err := m.Put(k, []byte("uk"), []byte("v1")); err != nil {
+			t.Fatal(err)
+		}
+		tab := m.tabs[k.Group()]
+		if tab.idx.n != 0 {
+			t.Fatalf("disable=%v: a Put indexed its entry (n = %d)", disable, tab.idx.n)
+		}
+		if v, ok, err := m.Get(k, []byte("uk")); err != nil || !ok || string(v) != "v1" {
+			t.Fatalf("Get = %q, %v, %v", v, ok, err)
+		}
+		want := 1
+		if disable {
+			want = 0
+		}
+		if tab.idx.n != want {
+			t.Fatalf("disable=%v: after a Get the index holds %d entries, want %d", disable, tab.idx.n, want)
+		}
+		if disable {
+			continue
+		}
+		// Hide the (key, namespace) record from the tree path: only the
+		// index can answer now.
+		saved := tab.main
+		tab.main = htab{}
+		v, ok, err := m.Get(k, []byte("uk"))
+		tab.main = saved
+		if err != nil || !ok || string(v) != "v1" {
+			t.Fatalf("Get from the index = %q, %v, %v; want v1", v, ok, err)
+		}
+		if err := m.Delete(k, []byte("uk")); err != nil {
+			t.Fatal(err)
+		}
+		if tab.idx.n != 0 {
+			t.Fatalf("after Delete the index holds %d entries", tab.idx.n)
+		}
+		_ = s.Close()
+	}
+}
+
+// TestEntryIndexBoundAndGenerations fills an index past its bound: it
+// grows to the bound, then starts over with the entries added since,
+// which it finds; and a generation counter that wraps clears the records.
+func TestEntryIndexBoundAndGenerations(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := newTable(runtime.KindMap, &o, 0)
+	key := []byte("key")
+	h := runtime.HashKey(key)
+	x := &tab.idx
+	uk := func(i int) []byte { return fmt.Appendf(nil, "uk%05d", i) }
+	refs := make([]uint64, 2000)
+	for i := range refs {
+		refs[i], _ = tab.newItem(uk(i), []byte("v"))
+	}
+	starts := 0
+	for i, ref := range refs {
+		before := x.n
+		x.add(tab.Slabs, ixHash(h, uk(i)), key, nil, uk(i), ref, 0)
+		if x.n != before+1 {
+			if x.n != 1 {
+				t.Fatalf("add %d: %d records after %d", i, x.n, before)
+			}
+			starts++
+		}
+		if size := len(x.recs) * idxRecordSize; size > idxMinBytes {
+			t.Fatalf("add %d: the index is %d bytes, more than its bound %d", i, size, idxMinBytes)
+		}
+		if 4*x.n > 3*len(x.recs) {
+			t.Fatalf("add %d: %d records in %d", i, x.n, len(x.recs))
+		}
+	}
+	if starts == 0 {
+		t.Fatal("2000 entries fit an index bound to idxMinBytes")
+	}
+	last := len(refs) - 1
+	if ref, v, ok := x.get(tab.Slabs, ixHash(h, uk(last)), key, nil, uk(last)); !ok || ref != refs[last] || string(v) != "v" {
+		t.Fatalf("get of the last entry added = %x, %q, %v; want %x", ref, v, ok, refs[last])
+	}
+	if _, _, ok := x.get(tab.Slabs, ixHash(h, uk(0)), key, nil, uk(0)); ok {
+		t.Fatal("the first entry survived the index starting over")
+	}
+	x.gen = ^uint32(0)
+	for i := range x.recs {
+		if x.recs[i].gen != 0 {
+			x.recs[i].gen = x.gen
+		}
+	}
+	x.reset()
+	if x.gen != 1 || x.n != 0 {
+		t.Fatalf("after the generation wrapped: gen %d, n %d", x.gen, x.n)
+	}
+	for i := range x.recs {
+		if x.recs[i].gen == x.gen {
+			t.Fatalf("record %d is live after the generation wrapped", i)
+		}
+	}
+	if _, _, ok := x.get(tab.Slabs, ixHash(h, uk(last)), key, nil, uk(last)); ok {
+		t.Fatal("an entry survived the generation wrapping")
+	}
+}
