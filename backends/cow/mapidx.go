@@ -195,6 +195,55 @@ func (x *entryIndex) remove(slabs [][]byte, h uint64, key, ns, uk []byte) {
 	x.n--
 }
 
+// idxGate decides, per state, whether map reads use the entry index. An
+// index pays when reads come back to the entries they read before (a
+// count per item of a window, updated over and over); when they do not —
+// uniform reads over many more entries than are read twice in a while —
+// every read would pay a probe of the index, a cache miss of its own at
+// scale, and an add, for nothing. So the gate counts, over windows of
+// idxWindow reads that used the index, how many it answered: with fewer
+// than a quarter, the state's index goes cold and only one read in
+// idxColdSample uses it (probes it and adds what it misses) until a window
+// of those samples finds a quarter again. The window spans the state's
+// key groups and is long beside the misses of an index just emptied or
+// grown, which are not evidence of coldness.
+type idxGate struct {
+	cold        bool
+	skip        uint8  // reads to leave before the next sample, while cold
+	tries, hits uint16 // of the current window
+}
+
+const (
+	idxWindow     = 4096
+	idxColdSample = 16
+)
+
+// use reports whether a read should use the index.
+func (g *idxGate) use() bool {
+	if !g.cold {
+		return true
+	}
+	if g.skip > 0 {
+		g.skip--
+		return false
+	}
+	g.skip = idxColdSample - 1
+	return true
+}
+
+// count counts a read that used the index, and whether it hit; at the end
+// of a window it decides whether the index is warm or cold.
+func (g *idxGate) count(hit bool) {
+	g.tries++
+	if hit {
+		g.hits++
+	}
+	if g.tries == idxWindow {
+		g.cold = 4*g.hits < g.tries
+		g.tries, g.hits = 0, 0
+	}
+}
+
 // reset empties the index in O(1): a new generation.
 func (x *entryIndex) reset() {
 	if x.n == 0 {

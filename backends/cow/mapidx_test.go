@@ -19,13 +19,8 @@ func checkEntryIndex(t *testing.T, p *pair, what string) int {
 	t.Helper()
 	total := 0
 	for _, st := range p.states {
-		var s *state
-		switch c := st[0].(type) {
-		case mapState:
-			s = c.state
-		case sortedMapState:
-			s = c.state
-		default:
+		s := mapStateOf(st[0])
+		if s == nil {
 			continue
 		}
 		for kg, tab := range s.tabs {
@@ -61,6 +56,17 @@ func checkEntryIndex(t *testing.T, p *pair, what string) int {
 		}
 	}
 	return total
+}
+
+// mapStateOf returns the state of a cow map state, nil for another kind.
+func mapStateOf(st runtime.State) *state {
+	switch c := st.(type) {
+	case mapState:
+		return c.state
+	case sortedMapState:
+		return c.state
+	}
+	return nil
 }
 
 // mapOp applies one random operation to a map state of both stores of p,
@@ -167,6 +173,9 @@ func TestEntryIndexAgreesWithTrees(t *testing.T) {
 					// More entries than the index holds at first, and
 					// no Clear to empty it: it grows to its bound.
 					keys, uks, clears = 20, 400, false
+				}
+				for _, i := range maps {
+					mapStateOf(p.states[i][0]).gate.cold = false // every read uses the index
 				}
 				mapOp(t, p, r, maps, keys, uks, clears)
 				most = max(most, checkEntryIndex(t, p, fmt.Sprintf("op %d", i)))
@@ -306,5 +315,91 @@ func TestEntryIndexBoundAndGenerations(t *testing.T) {
 	}
 	if _, _, ok := x.get(tab.Slabs, ixHash(h, uk(last)), key, nil, uk(last)); ok {
 		t.Fatal("an entry survived the generation wrapping")
+	}
+}
+
+// TestEntryIndexGate checks the gate of a state's entry index: uniform
+// reads over many more entries than a window reads twice turn the index
+// cold (it then holds only what the sampled reads added), and reads that
+// come back to a few entries turn it warm again.
+func TestEntryIndexGate(t *testing.T) {
+	s, err := New(Options{StoreConfig: runtime.StoreConfig{MaxParallelism: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Register(runtime.StateSpec{Name: "m", Kind: runtime.KindMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := st.(mapState)
+	k := runtime.MakeKey([]byte("key"), nil, 1)
+	const entries = 100000
+	uk := func(i int) []byte { return fmt.Appendf(nil, "%06d", i) }
+	for i := range entries {
+		if err := m.Put(k, uk(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	read := func(i int) {
+		t.Helper()
+		if v, ok, err := m.Get(k, uk(i)); err != nil || !ok || string(v) != "v" {
+			t.Fatalf("Get(%d) = %q, %v, %v", i, v, ok, err)
+		}
+	}
+	for range 2 * idxWindow {
+		read(r.IntN(entries))
+	}
+	if !m.gate.cold {
+		t.Fatalf("after %d uniform reads of %d entries the index is warm", 2*idxWindow, entries)
+	}
+	n := m.tabs[0].idx.n
+	for range idxWindow {
+		read(r.IntN(entries))
+	}
+	if added := m.tabs[0].idx.n - n; added > idxWindow/idxColdSample+1 {
+		t.Fatalf("a cold index took %d entries in %d reads", added, idxWindow)
+	}
+	for i := range 2 * idxWindow * idxColdSample {
+		read(i % 50)
+	}
+	if m.gate.cold {
+		t.Fatalf("after %d reads of 50 entries the index is cold", 2*idxWindow*idxColdSample)
+	}
+}
+
+// TestEntryIndexAfterCompaction compacts a table whose index holds every
+// entry of its map: every entry moves, and the index must not keep a ref.
+func TestEntryIndexAfterCompaction(t *testing.T) {
+	p := newPair(t, Options{StoreConfig: runtime.StoreConfig{MaxParallelism: 1}})
+	for _, st := range p.states {
+		s := mapStateOf(st[0])
+		if s == nil {
+			continue
+		}
+		a := st[0].(runtime.MapState)
+		k := runtime.MakeKey([]byte("key"), nil, 1)
+		if s.spec.SubKeyed {
+			k = runtime.MakeKey([]byte("key"), []byte("ns"), 1)
+		}
+		for i := range 100 {
+			p.check("Put", a.Put(k, fmt.Appendf(nil, "uk%d", i), []byte("v")))
+		}
+		for i := range 100 {
+			if _, ok, err := a.Get(k, fmt.Appendf(nil, "uk%d", i)); err != nil || !ok {
+				t.Fatalf("%s: Get(uk%d) = %v, %v", s.spec.Name, i, ok, err)
+			}
+		}
+		if s.tabs[0].idx.n != 100 {
+			t.Fatalf("%s: the index holds %d of the 100 entries read", s.spec.Name, s.tabs[0].idx.n)
+		}
+		s.tabs[0].compact()
+		checkEntryIndex(t, p, s.spec.Name+" after compact")
+		for i := range 100 {
+			if v, ok, err := a.Get(k, fmt.Appendf(nil, "uk%d", i)); err != nil || !ok || string(v) != "v" {
+				t.Fatalf("%s: after compact, Get(uk%d) = %q, %v, %v", s.spec.Name, i, v, ok, err)
+			}
+		}
 	}
 }

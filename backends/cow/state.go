@@ -15,7 +15,8 @@ type state struct {
 	s     *Store
 	spec  runtime.StateSpec
 	tabs  []*table
-	start int // the first owned key group: tabs[kg-start] is kg's table
+	start int     // the first owned key group: tabs[kg-start] is kg's table
+	gate  idxGate // whether map reads use the entry index
 }
 
 // hash returns the hash of k's entry in the main table: the key's stable
@@ -449,7 +450,7 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	_, v, ok := t.mapGet(m.hash(k), k.Bytes(), k.Namespace(), userKey)
+	_, v, ok := t.mapGet(&m.gate, m.hash(k), k.Bytes(), k.Namespace(), userKey)
 	return v, ok, nil
 }
 
@@ -493,7 +494,7 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		found bool
 	)
 	if t != nil {
-		_, old, found = t.mapGet(m.hash(k), k.Bytes(), k.Namespace(), userKey)
+		_, old, found = t.mapGet(&m.gate, m.hash(k), k.Bytes(), k.Namespace(), userKey)
 		old = old[:len(old):len(old)]
 	}
 	nv, err := st.callUpdate(fn, old, found)
@@ -511,7 +512,7 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		s.updBuf = append(s.updBuf[:0], nv...)
 		nv = s.updBuf
 	}
-	return m.put(k, userKey, nv, true)
+	return m.put(k, userKey, nv, !m.gate.cold)
 }
 
 // utable checks an Update of k with fn and returns k's table, nil if it

@@ -355,18 +355,20 @@ func treeGet(slabs [][]byte, r *htab, h uint64, key, ns, uk []byte) (uint64, []b
 }
 
 // mapGet returns the ref and the value of the entry of uk in the map of
-// (key, ns), whose main-table hash is h: from the entry index if it holds
-// the entry, else from the tree, indexing the entry it finds.
-func (t *table) mapGet(h uint64, key, ns, uk []byte) (uint64, []byte, bool) {
-	if t.noIdx {
+// (key, ns), whose main-table hash is h: from the entry index if the gate
+// lets the read use it and it holds the entry, else from the tree,
+// indexing the entry it finds if the read uses the index.
+func (t *table) mapGet(g *idxGate, h uint64, key, ns, uk []byte) (uint64, []byte, bool) {
+	if t.noIdx || !g.use() {
 		return treeGet(t.Slabs, &t.main, h, key, ns, uk)
 	}
 	ih := ixHash(h, uk)
-	if ref, v, ok := t.idx.get(t.Slabs, ih, key, ns, uk); ok {
+	ref, v, ok := t.idx.get(t.Slabs, ih, key, ns, uk)
+	g.count(ok)
+	if ok {
 		return ref, v, true
 	}
-	ref, v, ok := treeGet(t.Slabs, &t.main, h, key, ns, uk)
-	if ok {
+	if ref, v, ok = treeGet(t.Slabs, &t.main, h, key, ns, uk); ok {
 		t.idx.add(t.Slabs, ih, key, ns, uk, ref, t.Used-t.garbage)
 	}
 	return ref, v, ok
