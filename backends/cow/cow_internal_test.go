@@ -109,6 +109,38 @@ func (p *pair) op(r *rand.Rand, keys int) {
 	}
 }
 
+// seeded returns a random source of a seed it logs, so that a failure can
+// be replayed.
+func seeded(t *testing.T, stream uint64) *rand.Rand {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, stream))
+}
+
+// drive calls op ops times, and after a call takes a snapshot of both
+// stores (two calls in every) while fewer than most are live, or checks
+// and releases a random live one (as often): each is checked against the
+// model at the time it was taken. The snapshots live at the end are
+// checked then.
+func (p *pair) drive(r *rand.Rand, ops, every, most int, op func(i int)) {
+	p.t.Helper()
+	var live []snapPair
+	for i := range ops {
+		op(i)
+		switch x := r.IntN(every); {
+		case x < 2 && len(live) < most:
+			live = append(live, p.snapshot())
+		case x < 4 && len(live) > 0:
+			j := r.IntN(len(live))
+			p.verify(live[j], fmt.Sprintf("op %d", i))
+			live = append(live[:j], live[j+1:]...)
+		}
+	}
+	for _, s := range live {
+		p.verify(s, "end")
+	}
+}
+
 type snapPair struct {
 	cow  runtime.Snapshot
 	want storetest.Contents
@@ -149,29 +181,12 @@ func TestSnapshotsEqualModelAtTheirTime(t *testing.T) {
 		{StoreConfig: runtime.StoreConfig{MaxParallelism: 4}, MaxSlabSize: 1 << 10, CompactionMinGarbage: 1},
 	} {
 		t.Run(fmt.Sprintf("slab=%d,compact=%d", opts.MaxSlabSize, opts.CompactionMinGarbage), func(t *testing.T) {
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			r := rand.New(rand.NewPCG(seed, 7))
-			p := newPair(t, opts)
-			var live []snapPair
+			p, r := newPair(t, opts), seeded(t, 7)
 			ops := 10000
 			if testing.Short() {
 				ops = 3000
 			}
-			for i := range ops {
-				p.op(r, 400)
-				switch x := r.IntN(400); {
-				case x < 2 && len(live) < 4:
-					live = append(live, p.snapshot())
-				case x < 4 && len(live) > 0:
-					j := r.IntN(len(live))
-					p.verify(live[j], fmt.Sprintf("op %d", i))
-					live = append(live[:j], live[j+1:]...)
-				}
-			}
-			for _, s := range live {
-				p.verify(s, "end")
-			}
+			p.drive(r, ops, 400, 4, func(int) { p.op(r, 400) })
 			last := p.snapshot()
 			p.verify(last, "final")
 			if n := p.cow.LiveSnapshots(); n != 0 {

@@ -174,46 +174,38 @@
 // and a leaf scan; a job that reads and updates the same entries over
 // and over (a count per item in a window, Nexmark's q5) pays it every
 // time, where a Go map of maps pays two probes. So each table of a Map or
-// SortedMap state keeps a second hash table, the entry index: (key,
-// namespace, user key) -> the ref of the entry in the arena, holding the
-// entries that Get, Contains and Update found in the trees and the ones
-// Update made; Put alone adds nothing (a state only written, such as the
-// timers, keeps it empty). A read of an indexed entry is one probe of the
-// index, whose record holds the key and namespace bytes to check, and the
-// entry itself; an Update then writes the new value in place as before.
+// SortedMap state keeps an entry index (package backends/internal/entryidx,
+// which backends/btree shares): (key, namespace, user key) -> the ref of
+// the entry in the arena, holding the entries that Get, Contains and
+// Update found in the trees and the ones Update made; Put alone adds
+// nothing (a state only written, such as the timers, keeps it empty). A
+// read of an indexed entry is one probe of the index, whose record holds
+// the key and namespace bytes (the user key is checked in the entry), and
+// the entry itself; an Update then writes the new value in place as
+// before.
 //
 // The index is exact, never a guess: a record's ref is always the live
 // entry of its (key, namespace, user key). Arena bytes are never handed
 // out twice, so a ref can only go stale by a write, and every write that
 // moves an entry keeps the index true at the one place it happens — a Put
 // that writes an entry anew (another length, or a snapshot sees the old
-// one) sets the record's ref, a Delete removes the record by backward
-// shifting, and removing a whole map (Clear, DeleteAll, the last Delete)
-// or compacting the table empties the index. Emptying is O(1): records
-// carry a generation, and those of older generations are empty. The index
-// is not part of any snapshot (its records point into the arena, which
-// the snapshot's view holds) and is written in place; Restore makes new
-// tables with empty indexes. A record is 40 bytes and holds keys and
-// namespaces of up to 18 bytes together (longer ones are not indexed); an
-// index grows by doubling up to twice its table's live arena bytes (at
-// least 16 KiB), and when that is full it starts over with the entries
-// read next. Options.DisableMapIndex turns it off.
-//
-// An index pays only when reads come back to entries read before. Uniform
-// reads over far more entries than come back within a while would pay a
-// probe of the index (a cache miss of its own at scale) and an add for
-// nothing: at 1M keys the benchmarks package's MapGet took 28% longer and
-// MapUpdate 44% with an index that took every read. So a gate per state
-// counts how many of the last 4,096 reads that used the index it
-// answered; below a quarter the index goes cold and only one read in 16
-// uses it (probes it, and adds what it missed), until a window of those
-// finds a quarter again. The window is long beside the misses of an index
-// just emptied, which are not evidence of coldness.
+// one) sets the record's ref (treePut), a Delete removes the record
+// (treeDelete), and removing a whole map (Clear, DeleteAll, the last
+// Delete: removeEntry) or compacting the table empties the index in O(1).
+// The index is not part of any snapshot (its records point into the
+// arena, which the snapshot's view holds) and is written in place;
+// Restore makes new tables with empty indexes. A record is 40 bytes and
+// holds keys and namespaces of up to 20 bytes together (longer ones are
+// not indexed); an index grows up to four times its table's live arena
+// bytes (room for every entry), and a gate per state stops reads from
+// using it while they seldom come back to an entry (uniform reads of 1M
+// keys: MapGet took 28% longer and MapUpdate 44% with an index that took
+// every read). Options.DisableMapIndex turns it off.
 //
 // BenchmarkMapUpdate (four 1,000-entry maps, random increments) takes
 // 48 ns an Update with the index against 105 ns without (-54%); Nexmark's
-// q5 on cow ran 21% faster and the five queries 13% (A/B of the two
-// binaries, interleaved).
+// q5 on cow ran 19% faster and the five queries 18.5% (6 A/B runs of the
+// two binaries, interleaved).
 //
 // # Performance
 //

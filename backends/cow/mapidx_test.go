@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/backends/internal/entryidx"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -29,28 +30,24 @@ func checkEntryIndex(t *testing.T, p *pair, what string) int {
 			}
 			x := &tab.idx
 			live := 0
-			for i := range x.recs {
-				r := &x.recs[i]
-				if r.gen != x.gen {
-					continue
-				}
+			x.Each(func(r *entryidx.Rec) {
 				live++
-				key, ns := r.kn[:r.kl], r.kn[r.kl:r.kl+r.nl]
-				uk := itemKey(arena.At(tab.Slabs, r.ref))
+				key, ns := r.Key[:r.Split], r.Key[r.Split:r.KL]
+				uk := itemKey(arena.At(tab.Slabs, r.Ref))
 				h := runtime.HashKey(key)
 				if s.spec.SubKeyed {
 					h ^= nsHash(ns)
 				}
-				if ixHash(h, uk) != r.h {
-					t.Fatalf("%s: state %s, key group %d: record %d of (%x, %x, %x) has hash %x, want %x", what, s.spec.Name, kg, i, key, ns, uk, r.h, ixHash(h, uk))
+				if want := uint32(ixHash(h, uk) >> 32); r.Hash() != want {
+					t.Fatalf("%s: state %s, key group %d: the record of (%x, %x, %x) has hash %x, want %x", what, s.spec.Name, kg, key, ns, uk, r.Hash(), want)
 				}
 				ref, _, ok := treeGet(tab.Slabs, &tab.main, h, key, ns, uk)
-				if !ok || ref != r.ref {
-					t.Fatalf("%s: state %s, key group %d: the index has (%x, %x, %x) at ref %x; the tree has it: %v, at %x", what, s.spec.Name, kg, key, ns, uk, r.ref, ok, ref)
+				if !ok || ref != r.Ref {
+					t.Fatalf("%s: state %s, key group %d: the index has (%x, %x, %x) at ref %x; the tree has it: %v, at %x", what, s.spec.Name, kg, key, ns, uk, r.Ref, ok, ref)
 				}
-			}
-			if live != x.n {
-				t.Fatalf("%s: state %s, key group %d: %d live records, n = %d", what, s.spec.Name, kg, live, x.n)
+			})
+			if live != x.Len() {
+				t.Fatalf("%s: state %s, key group %d: %d live records, Len %d", what, s.spec.Name, kg, live, x.Len())
 			}
 			total += live
 		}
@@ -83,7 +80,7 @@ func mapOp(t *testing.T, p *pair, r *rand.Rand, maps []int, keys, uks int, clear
 	}
 	key := fmt.Appendf(nil, "k%d", r.IntN(keys))
 	if r.IntN(10) == 0 {
-		key = append(key, bytes.Repeat([]byte{'y'}, idxKeyMax)...) // not indexable
+		key = append(key, bytes.Repeat([]byte{'y'}, entryidx.KeyMax)...) // not indexable
 	}
 	k := runtime.MakeKey(key, ns, p.maxP)
 	uk := fmt.Appendf(nil, "u%d", r.IntN(uks))
@@ -152,22 +149,18 @@ func TestEntryIndexAgreesWithTrees(t *testing.T) {
 		{StoreConfig: runtime.StoreConfig{MaxParallelism: 2}, MaxSlabSize: 1 << 10, CompactionMinGarbage: 1},
 	} {
 		t.Run(fmt.Sprintf("maxP=%d,compact=%d", opts.MaxParallelism, opts.CompactionMinGarbage), func(t *testing.T) {
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			r := rand.New(rand.NewPCG(seed, 11))
-			p := newPair(t, opts)
+			p, r := newPair(t, opts), seeded(t, 11)
 			var maps []int
 			for i, st := range p.states {
 				if k := st[0].Spec().Kind; k == runtime.KindMap || k == runtime.KindSortedMap {
 					maps = append(maps, i)
 				}
 			}
-			var live []snapPair
 			ops, most := 20000, 0
 			if testing.Short() {
 				ops = 5000
 			}
-			for i := range ops {
+			p.drive(r, ops, 300, 3, func(i int) {
 				keys, uks, clears := 6, 40, true
 				if i%5000 > 2500 {
 					// More entries than the index holds at first, and
@@ -175,22 +168,11 @@ func TestEntryIndexAgreesWithTrees(t *testing.T) {
 					keys, uks, clears = 20, 400, false
 				}
 				for _, i := range maps {
-					mapStateOf(p.states[i][0]).gate.cold = false // every read uses the index
+					mapStateOf(p.states[i][0]).gate.SetCold(false) // every read uses the index
 				}
 				mapOp(t, p, r, maps, keys, uks, clears)
 				most = max(most, checkEntryIndex(t, p, fmt.Sprintf("op %d", i)))
-				switch x := r.IntN(300); {
-				case x < 2 && len(live) < 3:
-					live = append(live, p.snapshot())
-				case x < 4 && len(live) > 0:
-					j := r.IntN(len(live))
-					p.verify(live[j], fmt.Sprintf("op %d", i))
-					live = append(live[:j], live[j+1:]...)
-				}
-			}
-			for _, s := range live {
-				p.verify(s, "end")
-			}
+			})
 			if most == 0 {
 				t.Fatal("the entry index never held an entry")
 			}
@@ -219,8 +201,8 @@ func TestEntryIndexServesRereads(t *testing.T) {
 			t.Fatal(err)
 		}
 		tab := m.tabs[k.Group()]
-		if tab.idx.n != 0 {
-			t.Fatalf("disable=%v: a Put indexed its entry (n = %d)", disable, tab.idx.n)
+		if tab.idx.Len() != 0 {
+			t.Fatalf("disable=%v: a Put indexed its entry (n = %d)", disable, tab.idx.Len())
 		}
 		if v, ok, err := m.Get(k, []byte("uk")); err != nil || !ok || string(v) != "v1" {
 			t.Fatalf("Get = %q, %v, %v", v, ok, err)
@@ -229,8 +211,8 @@ func TestEntryIndexServesRereads(t *testing.T) {
 		if disable {
 			want = 0
 		}
-		if tab.idx.n != want {
-			t.Fatalf("disable=%v: after a Get the index holds %d entries, want %d", disable, tab.idx.n, want)
+		if tab.idx.Len() != want {
+			t.Fatalf("disable=%v: after a Get the index holds %d entries, want %d", disable, tab.idx.Len(), want)
 		}
 		if disable {
 			continue
@@ -247,74 +229,10 @@ func TestEntryIndexServesRereads(t *testing.T) {
 		if err := m.Delete(k, []byte("uk")); err != nil {
 			t.Fatal(err)
 		}
-		if tab.idx.n != 0 {
-			t.Fatalf("after Delete the index holds %d entries", tab.idx.n)
+		if tab.idx.Len() != 0 {
+			t.Fatalf("after Delete the index holds %d entries", tab.idx.Len())
 		}
 		_ = s.Close()
-	}
-}
-
-// TestEntryIndexBoundAndGenerations fills an index past its bound: it
-// grows to the bound, then starts over with the entries added since,
-// which it finds; and a generation counter that wraps clears the records.
-func TestEntryIndexBoundAndGenerations(t *testing.T) {
-	o, err := Options{}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab := newTable(runtime.KindMap, &o, 0)
-	key := []byte("key")
-	h := runtime.HashKey(key)
-	x := &tab.idx
-	uk := func(i int) []byte { return fmt.Appendf(nil, "uk%05d", i) }
-	refs := make([]uint64, 2000)
-	for i := range refs {
-		refs[i], _ = tab.newItem(uk(i), []byte("v"))
-	}
-	starts := 0
-	for i, ref := range refs {
-		before := x.n
-		x.add(tab.Slabs, ixHash(h, uk(i)), key, nil, uk(i), ref, 0)
-		if x.n != before+1 {
-			if x.n != 1 {
-				t.Fatalf("add %d: %d records after %d", i, x.n, before)
-			}
-			starts++
-		}
-		if size := len(x.recs) * idxRecordSize; size > idxMinBytes {
-			t.Fatalf("add %d: the index is %d bytes, more than its bound %d", i, size, idxMinBytes)
-		}
-		if 4*x.n > 3*len(x.recs) {
-			t.Fatalf("add %d: %d records in %d", i, x.n, len(x.recs))
-		}
-	}
-	if starts == 0 {
-		t.Fatal("2000 entries fit an index bound to idxMinBytes")
-	}
-	last := len(refs) - 1
-	if ref, v, ok := x.get(tab.Slabs, ixHash(h, uk(last)), key, nil, uk(last)); !ok || ref != refs[last] || string(v) != "v" {
-		t.Fatalf("get of the last entry added = %x, %q, %v; want %x", ref, v, ok, refs[last])
-	}
-	if _, _, ok := x.get(tab.Slabs, ixHash(h, uk(0)), key, nil, uk(0)); ok {
-		t.Fatal("the first entry survived the index starting over")
-	}
-	x.gen = ^uint32(0)
-	for i := range x.recs {
-		if x.recs[i].gen != 0 {
-			x.recs[i].gen = x.gen
-		}
-	}
-	x.reset()
-	if x.gen != 1 || x.n != 0 {
-		t.Fatalf("after the generation wrapped: gen %d, n %d", x.gen, x.n)
-	}
-	for i := range x.recs {
-		if x.recs[i].gen == x.gen {
-			t.Fatalf("record %d is live after the generation wrapped", i)
-		}
-	}
-	if _, _, ok := x.get(tab.Slabs, ixHash(h, uk(last)), key, nil, uk(last)); ok {
-		t.Fatal("an entry survived the generation wrapping")
 	}
 }
 
@@ -348,24 +266,24 @@ func TestEntryIndexGate(t *testing.T) {
 			t.Fatalf("Get(%d) = %q, %v, %v", i, v, ok, err)
 		}
 	}
-	for range 2 * idxWindow {
+	for range 2 * entryidx.Window {
 		read(r.IntN(entries))
 	}
-	if !m.gate.cold {
-		t.Fatalf("after %d uniform reads of %d entries the index is warm", 2*idxWindow, entries)
+	if !m.gate.Cold() {
+		t.Fatalf("after %d uniform reads of %d entries the index is warm", 2*entryidx.Window, entries)
 	}
-	n := m.tabs[0].idx.n
-	for range idxWindow {
+	n := m.tabs[0].idx.Len()
+	for range entryidx.Window {
 		read(r.IntN(entries))
 	}
-	if added := m.tabs[0].idx.n - n; added > idxWindow/idxColdSample+1 {
-		t.Fatalf("a cold index took %d entries in %d reads", added, idxWindow)
+	if added := m.tabs[0].idx.Len() - n; added > entryidx.Window/entryidx.ColdSample+1 {
+		t.Fatalf("a cold index took %d entries in %d reads", added, entryidx.Window)
 	}
-	for i := range 2 * idxWindow * idxColdSample {
+	for i := range 2 * entryidx.Window * entryidx.ColdSample {
 		read(i % 50)
 	}
-	if m.gate.cold {
-		t.Fatalf("after %d reads of 50 entries the index is cold", 2*idxWindow*idxColdSample)
+	if m.gate.Cold() {
+		t.Fatalf("after %d reads of 50 entries the index is cold", 2*entryidx.Window*entryidx.ColdSample)
 	}
 }
 
@@ -391,8 +309,8 @@ func TestEntryIndexAfterCompaction(t *testing.T) {
 				t.Fatalf("%s: Get(uk%d) = %v, %v", s.spec.Name, i, ok, err)
 			}
 		}
-		if s.tabs[0].idx.n != 100 {
-			t.Fatalf("%s: the index holds %d of the 100 entries read", s.spec.Name, s.tabs[0].idx.n)
+		if s.tabs[0].idx.Len() != 100 {
+			t.Fatalf("%s: the index holds %d of the 100 entries read", s.spec.Name, s.tabs[0].idx.Len())
 		}
 		s.tabs[0].compact()
 		checkEntryIndex(t, p, s.spec.Name+" after compact")

@@ -50,9 +50,9 @@ type Options struct {
 	// that reads found, which answers a later Get, Contains or Update of
 	// them with one probe rather than the (key, namespace) lookup and a
 	// B-tree descent (see "The entry index" in the package doc). It costs
-	// 40 bytes per entry read, up to twice the live bytes of the table
-	// (at least 16 KiB); off,
-	// every map read descends its tree.
+	// 40 bytes and more per entry read (a load of at most 3/4), up to four
+	// times the live bytes of the table, at least 16 KiB; off, every map
+	// read descends its tree.
 	DisableMapIndex bool
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/backends/internal/entryidx"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
 )
@@ -15,8 +16,8 @@ type state struct {
 	s     *Store
 	spec  runtime.StateSpec
 	tabs  []*table
-	start int     // the first owned key group: tabs[kg-start] is kg's table
-	gate  idxGate // whether map reads use the entry index
+	start int           // the first owned key group: tabs[kg-start] is kg's table
+	gate  entryidx.Gate // whether map reads use the entry index
 }
 
 // hash returns the hash of k's entry in the main table: the key's stable
@@ -470,7 +471,7 @@ func (m mapState) put(k runtime.Key, userKey, value []byte, index bool) error {
 	h := m.hash(k)
 	created, ref, err := t.treePut(&t.main, h, k.Bytes(), k.Namespace(), userKey, value)
 	if err == nil && index && !t.noIdx {
-		t.idx.add(t.Slabs, ixHash(h, userKey), k.Bytes(), k.Namespace(), userKey, ref, t.Used-t.garbage)
+		t.idxSet(h, k.Bytes(), k.Namespace(), userKey, ref, true)
 	}
 	if err == nil && created {
 		err = m.created(t, k)
@@ -512,7 +513,7 @@ func (m mapState) Update(k runtime.Key, userKey []byte, fn func(old []byte, foun
 		s.updBuf = append(s.updBuf[:0], nv...)
 		nv = s.updBuf
 	}
-	return m.put(k, userKey, nv, !m.gate.cold)
+	return m.put(k, userKey, nv, !m.gate.Cold())
 }
 
 // utable checks an Update of k with fn and returns k's table, nil if it

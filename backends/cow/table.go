@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/backends/internal/entryidx"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -29,9 +30,9 @@ type table struct {
 	main  htab // (key, namespace) -> value, list header or B-tree root
 	nsIdx htab // sub-keyed states: key -> B-tree of its namespaces
 	// idx indexes the entries of the main table's trees that reads found
-	// (see entryIndex); noIdx turns it off: a state of another kind, or
+	// (see mapidx.go); noIdx turns it off: a state of another kind, or
 	// Options.DisableMapIndex.
-	idx   entryIndex
+	idx   entryidx.Index
 	noIdx bool
 	kind  runtime.Kind
 	// marks is the end of the arena at the newest snapshot; cow, set by
@@ -205,7 +206,7 @@ func (t *table) insertEntry(r *htab, h uint64, key, ns, val []byte) error {
 // index, which may hold its entries.
 func (t *table) removeEntry(r *htab, l loc, extra int64) {
 	if r == &t.main {
-		t.idx.reset()
+		t.idx.Reset()
 	}
 	dir, _, w := r.table(l.old)
 	rec := record(dir, w, l.pos)
@@ -358,18 +359,20 @@ func treeGet(slabs [][]byte, r *htab, h uint64, key, ns, uk []byte) (uint64, []b
 // (key, ns), whose main-table hash is h: from the entry index if the gate
 // lets the read use it and it holds the entry, else from the tree,
 // indexing the entry it finds if the read uses the index.
-func (t *table) mapGet(g *idxGate, h uint64, key, ns, uk []byte) (uint64, []byte, bool) {
-	if t.noIdx || !g.use() {
+func (t *table) mapGet(g *entryidx.Gate, h uint64, key, ns, uk []byte) (uint64, []byte, bool) {
+	if t.noIdx || !g.Use() {
 		return treeGet(t.Slabs, &t.main, h, key, ns, uk)
 	}
-	ih := ixHash(h, uk)
-	ref, v, ok := t.idx.get(t.Slabs, ih, key, ns, uk)
-	g.count(ok)
+	var p entryidx.Probe
+	p.Start(&t.idx, ixHash(h, uk), key, ns)
+	v, ok := t.idxFind(&p, uk)
+	g.Count(ok)
 	if ok {
-		return ref, v, true
+		return p.Rec().Ref, v, true
 	}
-	if ref, v, ok = treeGet(t.Slabs, &t.main, h, key, ns, uk); ok {
-		t.idx.add(t.Slabs, ih, key, ns, uk, ref, t.Used-t.garbage)
+	ref, v, ok := treeGet(t.Slabs, &t.main, h, key, ns, uk)
+	if ok {
+		t.idx.Add(&p, ref, 0, t.idxBound())
 	}
 	return ref, v, ok
 }
@@ -391,7 +394,7 @@ func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, uint6
 	before := root
 	ref, replaced := t.btPut(&root, uk, val)
 	if replaced && r == &t.main {
-		t.idx.setRef(t.Slabs, ixHash(h, uk), key, ns, uk, ref)
+		t.idxSet(h, key, ns, uk, ref, false)
 	}
 	if root != before {
 		root.encode(rb[:])
@@ -414,7 +417,7 @@ func (t *table) treeDelete(r *htab, h uint64, key, ns, uk []byte) bool {
 		return false
 	}
 	if r == &t.main {
-		t.idx.remove(t.Slabs, ixHash(h, uk), key, ns, uk)
+		t.idxRemove(h, key, ns, uk)
 	}
 	if root.count == 0 {
 		t.removeEntry(r, l, root.bytes)
@@ -448,7 +451,7 @@ func (t *table) compact() {
 	clear(t.prot)
 	t.prot = t.prot[:0]
 	t.garbage = 0
-	t.idx.reset() // every entry moves
+	t.idx.Reset() // every entry moves
 	var items [][2]uint64
 	t.main = t.rebuild(src, &oldMain, t.kind, &items)
 	t.nsIdx = t.rebuild(src, &oldNS, runtime.KindSortedMap, &items)
