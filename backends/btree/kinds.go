@@ -32,7 +32,7 @@ func (v valueState) Get(k runtime.Key) ([]byte, bool, error) {
 	if err != nil || t == nil {
 		return nil, false, err
 	}
-	value, ok := t.lookup(v.entryKey(k))
+	value, ok := t.lookup(&v.gate, v.entryKey(k))
 	return value, ok, nil
 }
 
@@ -164,7 +164,7 @@ func (m mapState) Get(k runtime.Key, userKey []byte) ([]byte, bool, error) {
 	if err := m.checkUserKey(k, userKey); err != nil {
 		return nil, false, err
 	}
-	value, ok := t.lookup(m.mapKey(k, userKey))
+	value, ok := t.lookup(&m.gate, m.mapKey(k, userKey))
 	return value, ok, nil
 }
 

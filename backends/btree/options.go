@@ -43,6 +43,15 @@ type Options struct {
 	// and receives the snapshot's sequence number (1 for the store's first
 	// snapshot).
 	OnLeakedSnapshot func(seq uint64)
+
+	// DisableEntryIndex turns off the entry index of value and map states:
+	// per tree, a hash table of the entries that reads found, which
+	// answers a later Get, Contains or Update of them with one probe
+	// rather than a descent of the tree (see "The entry index" in the
+	// package doc). It costs 40 bytes and more per entry read (a load of
+	// at most 3/4), up to four times the live bytes of the tree's arena,
+	// at least 16 KiB; off, every read descends the tree.
+	DisableEntryIndex bool
 }
 
 const (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/backends/internal/entryidx"
 	"github.com/stategen/stategen/runtime"
 	"github.com/stategen/stategen/runtime/storekit"
 )
@@ -17,6 +18,7 @@ type state struct {
 	spec   runtime.StateSpec
 	trees  []*tree
 	handle runtime.State
+	gate   entryidx.Gate // whether reads use the trees' entry indexes
 }
 
 // Spec implements runtime.State.
@@ -153,7 +155,7 @@ func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte
 		old   []byte
 	)
 	if t != nil {
-		if x, found = t.find(ik); found {
+		if x, found = t.find(&st.gate, ik); found {
 			old = valueOf(t.Slabs, x)
 		}
 	}

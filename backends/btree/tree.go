@@ -3,10 +3,12 @@ package btree
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 
 	tb "github.com/tidwall/btree"
 
 	"github.com/stategen/stategen/backends/internal/arena"
+	"github.com/stategen/stategen/backends/internal/entryidx"
 	"github.com/stategen/stategen/runtime/storekit"
 )
 
@@ -49,8 +51,13 @@ type tree struct {
 	// hot is the item the last lookup or Update found, valid (hotOK) until
 	// the next write to the tree that may move or drop it: find returns it
 	// and set overwrites its value in place without a search.
-	hot        item
-	hotOK      bool
+	hot   item
+	hotOK bool
+	// idx indexes the items that reads found (see "The entry index" in
+	// the package doc); noIdx turns it off: a list state's tree, or
+	// Options.DisableEntryIndex.
+	idx        entryidx.Index
+	noIdx      bool
 	list       bool // a list state's tree: regions hold a capacity
 	degree     int
 	minCompact int64
@@ -61,6 +68,7 @@ func newTree(o *Options, list bool) *tree {
 	t := &tree{
 		Arena:      arena.New(o.MaxSlabSize),
 		list:       list,
+		noIdx:      list || o.DisableEntryIndex,
 		degree:     o.Degree,
 		minCompact: int64(o.CompactionMinGarbage),
 	}
@@ -182,15 +190,24 @@ func (t *tree) set(ik, v []byte) {
 	t.hotOK = false
 	t.key = ik
 	t.fill(&p, ik, v)
-	if old, ok := t.bt.Set(p); ok {
+	old, ok := t.bt.Set(p)
+	if ok && t.idx.Len() > 0 {
+		var pr entryidx.Probe
+		pr.Start(&t.idx, itemHash(&p), ik, nil)
+		if pr.Next() {
+			r := pr.Rec()
+			r.Ref, r.Aux = p.ref, p.vl
+		}
+	}
+	if ok {
 		t.drop(old)
 	}
 }
 
 // lookup returns the value of item key ik, and remembers its item for
-// set.
-func (t *tree) lookup(ik []byte) ([]byte, bool) {
-	x, ok := t.find(ik)
+// set. g is the gate of the tree's state (see find).
+func (t *tree) lookup(g *entryidx.Gate, ik []byte) ([]byte, bool) {
+	x, ok := t.find(g, ik)
 	if !ok {
 		return nil, false
 	}
@@ -204,14 +221,44 @@ func (t *tree) lookup(ik []byte) ([]byte, bool) {
 // drop its item (the window of a burst of events, a Get after a Put of
 // the same length) costs a comparison of the inline prefix. Every write
 // that may move or drop an item clears hotOK, and an item's region holds
-// its value until then, so the hot item is the tree's own.
-func (t *tree) find(ik []byte) (item, bool) {
+// its value until then, so the hot item is the tree's own. Otherwise, if
+// the gate g of the tree's state lets the read use the entry index and
+// the index holds the item, it comes from there, without a descent; else
+// from the tree, and into the index.
+func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 	var p item
 	t.setProbe(&p, ik)
 	if t.hotOK && t.isHot(&p, ik) {
 		return t.hot, true
 	}
-	return t.bt.Get(p)
+	if t.noIdx || !entryidx.Indexable(ik, nil) || !g.Use() {
+		return t.bt.Get(p)
+	}
+	var pr entryidx.Probe
+	pr.Start(&t.idx, itemHash(&p), ik, nil)
+	if pr.Next() {
+		g.Count(true)
+		r := pr.Rec()
+		p.ref, p.vl = r.Ref, r.Aux
+		return p, true
+	}
+	g.Count(false)
+	x, ok := t.bt.Get(p)
+	if ok {
+		t.idx.Add(&pr, x.ref, x.vl, 4*(t.Used-t.garbage))
+	}
+	return x, ok
+}
+
+// itemHash is the entry index's hash of the item key of probe p, of at
+// most entryidx.KeyMax bytes and so all in p's inline prefix: a
+// multiply-mix of the prefix and the length.
+func itemHash(p *item) uint64 {
+	const m1, m2, m3 = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+	h := p.p0*m1 ^ bits.RotateLeft64(p.p1*m2, 21) ^ bits.RotateLeft64(p.p2*m3, 42) ^ uint64(p.kl)
+	h ^= h >> 29
+	h *= m1
+	return h ^ h>>32
 }
 
 // isHot reports whether item key ik, whose probe is p, is the hot item's.
@@ -229,12 +276,21 @@ func (t *tree) load(x item) (dup bool) {
 	return dup
 }
 
-// delete removes the item of item key ik.
+// delete removes the item of item key ik, and its record in the entry
+// index.
 func (t *tree) delete(ik []byte) {
 	t.hotOK = false
 	var p item
 	t.setProbe(&p, ik)
-	if old, ok := t.bt.Delete(p); ok {
+	old, ok := t.bt.Delete(p)
+	if ok && t.idx.Len() > 0 {
+		var pr entryidx.Probe
+		pr.Start(&t.idx, itemHash(&p), ik, nil)
+		if pr.Next() {
+			t.idx.Remove(&pr)
+		}
+	}
+	if ok {
 		t.drop(old)
 	}
 }
@@ -254,6 +310,7 @@ var deleteRange = &tb.DeleteRangeOptions{NoReturn: true, MaxInclusive: true}
 // tree.
 func (t *tree) deletePrefix(p []byte, it *iterator) {
 	t.hotOK = false
+	t.idx.Reset()
 	var (
 		kb          [inlineLen]byte
 		first, last item
@@ -300,6 +357,7 @@ func (t *tree) maybeCompact() {
 // old slab list; nothing they can see is in the new arena.
 func (t *tree) compact() {
 	t.hotOK = false
+	t.idx.Reset() // every region moves
 	src := t.Slabs
 	t.Arena = arena.NewFor(t.MaxSlab(), t.Used-t.garbage)
 	t.garbage, t.marks = 0, arena.Marks{}

@@ -200,7 +200,7 @@
 // bytes (room for every entry), and a gate per state stops reads from
 // using it while they seldom come back to an entry (uniform reads of 1M
 // keys: MapGet took 28% longer and MapUpdate 44% with an index that took
-// every read). Options.DisableMapIndex turns it off.
+// every read). Options.DisableEntryIndex turns it off.
 //
 // BenchmarkMapUpdate (four 1,000-entry maps, random increments) takes
 // 48 ns an Update with the index against 105 ns without (-54%); Nexmark's

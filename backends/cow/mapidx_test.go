@@ -183,11 +183,11 @@ func TestEntryIndexAgreesWithTrees(t *testing.T) {
 
 // TestEntryIndexServesRereads checks that the index is used: a map entry
 // read once is then read from the index (a tree made unreadable behind
-// its back does not stop the read), and that DisableMapIndex keeps it
+// its back does not stop the read), and that DisableEntryIndex keeps it
 // empty.
 func TestEntryIndexServesRereads(t *testing.T) {
 	for _, disable := range []bool{false, true} {
-		s, err := New(Options{DisableMapIndex: disable})
+		s, err := New(Options{DisableEntryIndex: disable})
 		if err != nil {
 			t.Fatal(err)
 		}

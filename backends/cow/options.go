@@ -45,15 +45,16 @@ type Options struct {
 	// Restore never runs more goroutines than it has key groups to load.
 	RestoreConcurrency int
 
-	// DisableMapIndex turns off the entry index of Map and SortedMap
-	// states: per state and key group, a hash table of the map entries
+	// DisableEntryIndex turns off the entry index of Map and SortedMap
+	// states (backends/btree has one of the same name, for its value and
+	// map states): per state and key group, a hash table of the map entries
 	// that reads found, which answers a later Get, Contains or Update of
 	// them with one probe rather than the (key, namespace) lookup and a
 	// B-tree descent (see "The entry index" in the package doc). It costs
 	// 40 bytes and more per entry read (a load of at most 3/4), up to four
 	// times the live bytes of the table, at least 16 KiB; off, every map
 	// read descends its tree.
-	DisableMapIndex bool
+	DisableEntryIndex bool
 }
 
 // MaxDefaultRestoreConcurrency caps DefaultRestoreConcurrency: beyond a

@@ -31,7 +31,7 @@ type table struct {
 	nsIdx htab // sub-keyed states: key -> B-tree of its namespaces
 	// idx indexes the entries of the main table's trees that reads found
 	// (see mapidx.go); noIdx turns it off: a state of another kind, or
-	// Options.DisableMapIndex.
+	// Options.DisableEntryIndex.
 	idx   entryidx.Index
 	noIdx bool
 	kind  runtime.Kind
@@ -133,7 +133,7 @@ func (t *table) view() *tableView {
 }
 
 func newTable(kind runtime.Kind, o *Options, epoch uint64) *table {
-	noIdx := o.DisableMapIndex || (kind != runtime.KindMap && kind != runtime.KindSortedMap)
+	noIdx := o.DisableEntryIndex || (kind != runtime.KindMap && kind != runtime.KindSortedMap)
 	return &table{Arena: arena.New(o.MaxSlabSize), kind: kind, minCompact: int64(o.CompactionMinGarbage), epoch: epoch, noIdx: noIdx}
 }
 
