@@ -10,9 +10,10 @@
 // item key and nothing) — and holds the backend's payload for it: Ref,
 // the entry's place in the backend's arena, and Aux. The backend keeps
 // every record true at the one place each write happens: a write that
-// gives an indexed entry another place sets its payload (Set), a delete
-// removes its record (Remove), and whatever removes or moves many entries
-// at once empties the index (Reset). Two entries may share a hash and
+// gives an indexed entry another place sets its payload (through the
+// Probe that finds its record), a delete removes its record (Remove), and
+// whatever removes or moves many entries at once empties the index
+// (Reset). Two entries may share a hash and
 // identity bytes (cow's map entries differ in a user key the record does
 // not hold): a Probe visits every live record of an identity, for the
 // backend to tell them apart by what the payload points at.
@@ -25,9 +26,9 @@
 // generation of the index at its add, and a record of another generation
 // is empty: Reset is O(1), a new generation (the slice is cleared when the
 // 16-bit generation wraps). A record keeps the top 32 bits of its hash,
-// which give its home position in tables of up to 2^32 records. Within a generation records are only added
-// and removed by backward shifting, so a probe stops at the first empty
-// record. An index grows by doubling up to the bound its backend gives
+// which give its home position in tables of up to 2^32 records. Within a
+// generation records are only added and removed by backward shifting, so
+// a probe stops at the first empty record. An index grows by doubling up to the bound its backend gives
 // Add; one that would outgrow it starts over (Reset) with the entries
 // added next.
 //

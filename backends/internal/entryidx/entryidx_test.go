@@ -4,7 +4,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
+
+// TestRecordSize holds RecordSize, which bounds an index's bytes, to the
+// size of a Rec.
+func TestRecordSize(t *testing.T) {
+	if got := unsafe.Sizeof(Rec{}); got != RecordSize {
+		t.Fatalf("a Rec is %d bytes; RecordSize says %d", got, RecordSize)
+	}
+}
 
 // find returns the payload of the record of identity (h, a, b) whose Ref
 // is ref's, or of any if ref is 0.
