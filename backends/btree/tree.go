@@ -191,13 +191,10 @@ func (t *tree) set(ik, v []byte) {
 	t.key = ik
 	t.fill(&p, ik, v)
 	old, ok := t.bt.Set(p)
-	if ok && t.idx.Len() > 0 {
-		var pr entryidx.Probe
-		pr.Start(&t.idx, itemHash(&p), ik, nil)
-		if pr.Next() {
-			r := pr.Rec()
-			r.Ref, r.Aux = p.ref, p.vl
-		}
+	var pr entryidx.Probe
+	if ok && t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
+		r := pr.Rec()
+		r.Ref, r.Aux = p.ref, p.vl
 	}
 	if ok {
 		t.drop(old)
@@ -235,8 +232,7 @@ func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 		return t.bt.Get(p)
 	}
 	var pr entryidx.Probe
-	pr.Start(&t.idx, itemHash(&p), ik, nil)
-	if pr.Next() {
+	if t.indexed(&pr, &p, ik) {
 		g.Count(true)
 		r := pr.Rec()
 		p.ref, p.vl = r.Ref, r.Aux
@@ -248,6 +244,14 @@ func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 		t.idx.Add(&pr, x.ref, x.vl, 4*(t.Used-t.garbage))
 	}
 	return x, ok
+}
+
+// indexed starts pr, a search of the entry index for item key ik, whose
+// probe is p, and reports whether the index holds the item (then pr.Rec
+// is its record; else pr is where an Add puts it).
+func (t *tree) indexed(pr *entryidx.Probe, p *item, ik []byte) bool {
+	pr.Start(&t.idx, itemHash(p), ik, nil)
+	return pr.Next()
 }
 
 // itemHash is the entry index's hash of the item key of probe p, of at
@@ -283,12 +287,9 @@ func (t *tree) delete(ik []byte) {
 	var p item
 	t.setProbe(&p, ik)
 	old, ok := t.bt.Delete(p)
-	if ok && t.idx.Len() > 0 {
-		var pr entryidx.Probe
-		pr.Start(&t.idx, itemHash(&p), ik, nil)
-		if pr.Next() {
-			t.idx.Remove(&pr)
-		}
+	var pr entryidx.Probe
+	if ok && t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
+		t.idx.Remove(&pr)
 	}
 	if ok {
 		t.drop(old)

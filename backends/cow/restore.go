@@ -375,7 +375,7 @@ func (ld *loader) build() error {
 		m.count++
 		m.bytes += int64(size)
 		if spec.SubKeyed {
-			if _, _, err := t.treePut(&t.nsIdx, r.keyHash, key, nil, ns, nil); err != nil {
+			if _, err := t.treePut(&t.nsIdx, r.keyHash, key, nil, ns, nil, false); err != nil {
 				return err
 			}
 		}

@@ -98,7 +98,7 @@ func (st *state) created(t *table, k runtime.Key) error {
 		return nil
 	}
 	t.step(&t.nsIdx)
-	_, _, err := t.treePut(&t.nsIdx, k.Hash(), k.Bytes(), nil, k.Namespace(), nil)
+	_, err := t.treePut(&t.nsIdx, k.Hash(), k.Bytes(), nil, k.Namespace(), nil, false)
 	return err
 }
 
@@ -468,11 +468,7 @@ func (m mapState) put(k runtime.Key, userKey, value []byte, index bool) error {
 	if err != nil {
 		return err
 	}
-	h := m.hash(k)
-	created, ref, err := t.treePut(&t.main, h, k.Bytes(), k.Namespace(), userKey, value)
-	if err == nil && index && !t.noIdx {
-		t.idxSet(h, k.Bytes(), k.Namespace(), userKey, ref, true)
-	}
+	created, err := t.treePut(&t.main, m.hash(k), k.Bytes(), k.Namespace(), userKey, value, index && !t.noIdx)
 	if err == nil && created {
 		err = m.created(t, k)
 	}

@@ -378,29 +378,35 @@ func (t *table) mapGet(g *entryidx.Gate, h uint64, key, ns, uk []byte) (uint64, 
 }
 
 // treePut sets uk to val in the tree of the entry (key, ns) of r, creating
-// the entry if needed, and reports whether it did, with the ref of uk's
-// entry.
-func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte) (bool, uint64, error) {
+// the entry if needed, and reports whether it did. In the main table it
+// keeps the entry index true: a rewritten entry's record gets its new ref,
+// and with index the entry is added if the index does not hold it.
+func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte, index bool) (bool, error) {
 	rec, l := find(t.Slabs, r, h, key, ns)
 	var rb [btRootSize]byte
 	if rec == nil {
 		var root btree
 		ref, _ := t.btPut(&root, uk, val)
 		root.encode(rb[:])
-		return true, ref, t.insertEntry(r, h, key, ns, rb[:])
+		if err := t.insertEntry(r, h, key, ns, rb[:]); err != nil {
+			return true, err
+		}
+		if index && r == &t.main {
+			t.idxSet(h, key, ns, uk, ref, true)
+		}
+		return true, nil
 	}
 	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, _ := decodeBtree(rv)
 	before := root
-	ref, replaced := t.btPut(&root, uk, val)
-	if replaced && r == &t.main {
-		t.idxSet(h, key, ns, uk, ref, false)
+	if ref, replaced := t.btPut(&root, uk, val); r == &t.main && (replaced || index) {
+		t.idxSet(h, key, ns, uk, ref, index)
 	}
 	if root != before {
 		root.encode(rb[:])
 		t.setValue(r, l, rb[:])
 	}
-	return false, ref, nil
+	return false, nil
 }
 
 // treeDelete removes uk from the tree of the entry (key, ns) of r, removing

@@ -182,7 +182,7 @@ func (x *Index) Add(p *Probe, ref uint64, aux uint32, maxBytes int64) {
 		p.pos = -1 // find the empty record anew
 	}
 	pos := p.pos
-	if pos < 0 || x.n == 0 {
+	if pos < 0 {
 		mask := len(x.recs) - 1
 		for pos = int(p.h >> (32 - x.logcap)); x.recs[pos].gen == x.gen; pos = (pos + 1) & mask {
 		}
@@ -251,8 +251,11 @@ func (x *Index) Reset() {
 
 // Each calls fn with every live record, for tests and checks.
 func (x *Index) Each(fn func(*Rec)) {
+	if x.n == 0 {
+		return
+	}
 	for i := range x.recs {
-		if x.recs[i].gen == x.gen && x.n > 0 {
+		if x.recs[i].gen == x.gen {
 			fn(&x.recs[i])
 		}
 	}
