@@ -257,8 +257,9 @@ type Key struct {
 // MakeKey returns the Key of an encoded key and namespace in a job with
 // maxParallelism key groups (which must be valid). The Key holds key and
 // namespace, not copies: they must not change while it is in use.
-func MakeKey(key, namespace []byte, maxParallelism int) Key {
-	return makeKey(HashKey(key), key, namespace, maxParallelism)
+func MakeKey(key, namespace []byte, maxParallelism int) (k Key) {
+	k.set(HashKey(key), key, namespace, maxParallelism)
+	return k
 }
 
 // makeKey is MakeKey with the key's hash computed already.
