@@ -397,7 +397,7 @@ func TestBucketRemovedLater(t *testing.T) {
 // TestOpenURL opens the storage the way a -checkpoints flag would.
 func TestOpenURL(t *testing.T) {
 	srv := miniotest.Shared(t)
-	bucket := sharedBucket(t, srv)
+	bucket := srv.NewBucket(t) // its own: the test writes a fixed name, and runs again with -count
 	t.Setenv("AWS_ACCESS_KEY_ID", miniotest.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.SecretKey)
 	s, err := Open(ctx, "s3://"+bucket+"/url/test/?endpoint="+srv.Endpoint+"&part-size=5MiB")
