@@ -190,13 +190,13 @@ func (t *tree) set(ik, v []byte) {
 	t.hotOK = false
 	t.key = ik
 	t.fill(&p, ik, v)
-	old, ok := t.bt.Set(p)
-	var pr entryidx.Probe
-	if ok && t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
-		r := pr.Rec()
-		r.Ref, r.Aux = p.ref, p.vl
-	}
-	if ok {
+	if old, ok := t.bt.Set(p); ok {
+		// The item moved to its new region: its record, if any, follows.
+		var pr entryidx.Probe
+		if t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
+			r := pr.Rec()
+			r.Ref, r.Aux = p.ref, p.vl
+		}
 		t.drop(old)
 	}
 }
@@ -286,12 +286,11 @@ func (t *tree) delete(ik []byte) {
 	t.hotOK = false
 	var p item
 	t.setProbe(&p, ik)
-	old, ok := t.bt.Delete(p)
-	var pr entryidx.Probe
-	if ok && t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
-		t.idx.Remove(&pr)
-	}
-	if ok {
+	if old, ok := t.bt.Delete(p); ok {
+		var pr entryidx.Probe
+		if t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
+			t.idx.Remove(&pr)
+		}
 		t.drop(old)
 	}
 }

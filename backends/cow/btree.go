@@ -208,9 +208,9 @@ func (t *table) setChild(r *btree, path []pathEl, l int, ref uint64) {
 }
 
 // btPut sets key to val in r. It returns the ref of the entry that now
-// holds key and whether key had an entry before (which, written in place,
-// keeps its ref).
-func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
+// holds key and that of the entry it replaced: 0 if key had none, the
+// same ref if the value was written in place.
+func (t *table) btPut(r *btree, key, val []byte) (uint64, uint64) {
 	kp := prefix(key)
 	if r.root == 0 {
 		ref, n := t.newItem(key, val)
@@ -220,7 +220,7 @@ func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
 		put64(nd, 1, kp)
 		put64(nd, 2, ref)
 		*r = btree{root: leaf, count: 1, bytes: int64(n + leafSize(1))}
-		return ref, false
+		return ref, 0
 	}
 	var buf [16]pathEl
 	path := descend(t.Slabs, r, kp, key, buf[:0])
@@ -233,14 +233,14 @@ func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
 		_, ov, osize, _ := decodeItem(arena.At(t.Slabs, old))
 		if len(ov) == len(val) && !t.frozen(old) {
 			copy(ov, val)
-			return old, true
+			return old, old
 		}
 		ref, n := t.newItem(key, val)
 		r.bytes += int64(n - osize)
 		t.garbage += int64(osize)
 		nd = t.mutNode(r, path, h)
 		put64(nd, 2+2*idx, ref)
-		return ref, true
+		return ref, old
 	}
 	ref, n := t.newItem(key, val)
 	r.count++
@@ -252,7 +252,7 @@ func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
 		put64(nd, 1+2*idx, kp)
 		put64(nd, 2+2*idx, ref)
 		setN(nd, cnt+1)
-		return ref, false
+		return ref, 0
 	}
 	if c < btMax {
 		nc := min(2*c, btMax)
@@ -266,7 +266,7 @@ func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
 		t.garbage += int64(leafSize(c))
 		r.bytes += int64(leafSize(nc) - leafSize(c))
 		t.setChild(r, path, h-1, nref)
-		return ref, false
+		return ref, 0
 	}
 	// Split a full leaf: the left half stays, the right half moves.
 	var items [btMax + 1][2]uint64
@@ -293,7 +293,7 @@ func (t *table) btPut(r *btree, key, val []byte) (uint64, bool) {
 	}
 	setN(nd, left)
 	t.insertChild(r, path, h-1, items[left][0], items[left][1], rref)
-	return ref, false
+	return ref, 0
 }
 
 // insertChild inserts (p, sep, ch) after child path[l].idx of the inner

@@ -399,7 +399,8 @@ func (t *table) treePut(r *htab, h uint64, key, ns, uk, val []byte, index bool) 
 	_, _, rv, _, _ := decodeEntry(recEntry(t.Slabs, rec))
 	root, _ := decodeBtree(rv)
 	before := root
-	if ref, replaced := t.btPut(&root, uk, val); r == &t.main && (replaced || index) {
+	if ref, old := t.btPut(&root, uk, val); r == &t.main && (ref != old && old != 0 || index) {
+		// A replaced entry that moved needs its record's new ref.
 		t.idxSet(h, key, ns, uk, ref, index)
 	}
 	if root != before {
