@@ -158,7 +158,7 @@ func (r *Reader) openChecked(ctx context.Context, opIndex int, k int, ref FileRe
 		want, ok := op.spec(s.Name)
 		// The file's index records no schema: the metadata's, whose hash
 		// is the fingerprint, is the one.
-		if want.Schema = ""; !ok || s != want {
+		if want.Schema = ""; !ok || !s.Equal(want) {
 			return nil, mismatch("state %s, the metadata says %s", s, want)
 		}
 	}
@@ -545,7 +545,7 @@ func valueMigration(r, c runtime.StateSpec) (Migration, error) {
 	}
 	// The escape hatch: a migration function from the checkpoint's
 	// schema, or from one the checkpoint's resolves to.
-	for _, um := range runtime.Migrations(r.Name, r.Fingerprint) {
+	for _, um := range r.Migrations {
 		ufrom, err := schema.Parse(um.From)
 		if err != nil {
 			return Migration{}, fmt.Errorf("%w: state %q: the schema of a migration function: %w", runtime.ErrInvalidState, r.Name, err)

@@ -83,7 +83,7 @@ func TestValueHandle(t *testing.T) {
 	if _, ok, _ := clicks.Get("ann"); ok {
 		t.Fatal("ann still present after Delete")
 	}
-	if got := clicks.Spec(); got != (runtime.StateSpec{Name: "clicks", Kind: runtime.KindValue, Fingerprint: "v1"}) {
+	if got := clicks.Spec(); !got.Equal(runtime.StateSpec{Name: "clicks", Kind: runtime.KindValue, Fingerprint: "v1"}) {
 		t.Fatalf("Spec = %v", got)
 	}
 }
@@ -364,7 +364,7 @@ func TestZeroHandlesReturnErrUnbound(t *testing.T) {
 			t.Errorf("call %d on a zero handle: %v, want ErrUnbound", i, err)
 		}
 	}
-	if v.Spec() != (runtime.StateSpec{}) {
+	if !v.Spec().Equal(runtime.StateSpec{}) {
 		t.Error("zero handle has a spec")
 	}
 }

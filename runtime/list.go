@@ -267,8 +267,7 @@ type List[K, V any] struct{ h *listHandle[K, noNS, V] }
 
 // NewList registers d with s and returns its handle.
 func NewList[K, V any](s Store, d ListDescriptor[K, V]) (List[K, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value, d.TTL)
+	h, err := bindList[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations}, d.Key, nil, d.Value, d.TTL)
 	return List[K, V]{h}, err
 }
 
@@ -356,8 +355,7 @@ type SubKeyedList[K, N, V any] struct{ h *listHandle[K, N, V] }
 
 // NewSubKeyedList registers d with s and returns its handle.
 func NewSubKeyedList[K, N, V any](s Store, d SubKeyedListDescriptor[K, N, V]) (SubKeyedList[K, N, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
+	h, err := bindList(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
 	return SubKeyedList[K, N, V]{h}, err
 }
 

@@ -404,8 +404,7 @@ type Map[K, UK, V any] struct{ h *mapHandle[K, noNS, UK, V] }
 
 // NewMap registers d as a KindMap state with s and returns its handle.
 func NewMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (Map[K, UK, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
 	return Map[K, UK, V]{h}, err
 }
 
@@ -538,8 +537,7 @@ type SubKeyedMap[K, N, UK, V any] struct{ h *mapHandle[K, N, UK, V] }
 // NewSubKeyedMap registers d as a sub-keyed KindMap state with s and returns
 // its handle.
 func NewSubKeyedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedMap[K, N, UK, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
 	return SubKeyedMap[K, N, UK, V]{h}, err
 }
 
@@ -674,8 +672,7 @@ type SortedMap[K, UK, V any] struct{ Map[K, UK, V] }
 // NewSortedMap registers d as a KindSortedMap state with s and returns its
 // handle.
 func NewSortedMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (SortedMap[K, UK, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
 	return SortedMap[K, UK, V]{Map[K, UK, V]{h}}, err
 }
 
@@ -765,8 +762,7 @@ type SubKeyedSortedMap[K, N, UK, V any] struct{ SubKeyedMap[K, N, UK, V] }
 // NewSubKeyedSortedMap registers d as a sub-keyed KindSortedMap state with s
 // and returns its handle.
 func NewSubKeyedSortedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedSortedMap[K, N, UK, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
 	return SubKeyedSortedMap[K, N, UK, V]{SubKeyedMap[K, N, UK, V]{h}}, err
 }
 

@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"fmt"
-	"slices"
-	"sync"
-)
+import "fmt"
 
 // Migration converts the values of a state written under an older schema
 // that the current one cannot be resolved from by the rules of package
@@ -17,8 +13,10 @@ import (
 //	func migrateProfiles(old ProfileV1) (Profile, error) { ... }
 //
 // and the generator adds a Migration to the state's descriptor (see
-// MigrationFunc). A restore of a checkpoint whose schema of the state is
-// From — or resolves to From by those rules — converts every value with it.
+// MigrationFunc). Binding the handle registers the state with its
+// migrations (StateSpec.Migrations): a restore into that store of a
+// checkpoint whose schema of the state is From — or resolves to From by
+// those rules — converts every value with it.
 // Keys, namespaces and user keys cannot change this way: From must encode
 // them as the current schema does.
 type Migration struct {
@@ -49,46 +47,4 @@ func MigrationFunc[O, N any](from ValueCodec[O], to ValueCodec[N], fn func(O) (N
 		}
 		return to.AppendValue(dst, v), nil
 	}
-}
-
-// The migrations of the states this process has bound, by state name and
-// the fingerprint they migrate to. A restore finds them by the registered
-// state's name and fingerprint (Migrations); the generated Open functions
-// register them as they bind the handles.
-var migrations struct {
-	sync.Mutex
-	m map[migrationKey][]Migration
-}
-
-type migrationKey struct{ state, to string }
-
-// RegisterMigrations makes ms known as the migrations of state into the
-// schema of fingerprint to. Binding a handle whose descriptor lists
-// migrations calls it; registering the same From again replaces it.
-func RegisterMigrations(state, to string, ms []Migration) {
-	if len(ms) == 0 {
-		return
-	}
-	migrations.Lock()
-	defer migrations.Unlock()
-	if migrations.m == nil {
-		migrations.m = map[migrationKey][]Migration{}
-	}
-	k := migrationKey{state, to}
-	for _, m := range ms {
-		cur := migrations.m[k]
-		if i := slices.IndexFunc(cur, func(o Migration) bool { return o.From == m.From }); i >= 0 {
-			cur[i] = m
-			continue
-		}
-		migrations.m[k] = append(cur, m)
-	}
-}
-
-// Migrations returns the migrations registered for state into the schema
-// of fingerprint to.
-func Migrations(state, to string) []Migration {
-	migrations.Lock()
-	defer migrations.Unlock()
-	return slices.Clone(migrations.m[migrationKey{state, to}])
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -92,6 +93,15 @@ type StateSpec struct {
 	// between a checkpoint and its restore applies to the restored
 	// entries (see CheckSame).
 	TTL time.Duration
+	// Migrations are the user's functions that convert the values of the
+	// state from older schemas the rules of package runtime/schema cannot
+	// resolve into Schema (see Migration). A restore into the store uses
+	// the migrations of the spec the store registered, so they are the
+	// state's own: a same-named state of another store never sees them.
+	// Like Schema they describe the state, not its identity: a state
+	// registered again keeps the schema and migrations of its first
+	// registration, so bind the handles that declare them first.
+	Migrations []Migration
 }
 
 // MaxSchemaLen bounds the length of StateSpec.Schema.
@@ -133,6 +143,14 @@ func (s StateSpec) String() string {
 	return fmt.Sprintf("%q (%v%s, fingerprint %q)", s.Name, s.Kind, sub, s.Fingerprint)
 }
 
+// Equal reports whether s and o are equal in every field; their
+// migrations are compared by From, as functions cannot be compared.
+func (s StateSpec) Equal(o StateSpec) bool {
+	return s.Name == o.Name && s.Kind == o.Kind && s.SubKeyed == o.SubKeyed &&
+		s.Fingerprint == o.Fingerprint && s.Schema == o.Schema && s.TTL == o.TTL &&
+		slices.EqualFunc(s.Migrations, o.Migrations, func(a, b Migration) bool { return a.From == b.From })
+}
+
 // CheckSame returns nil if registered and requested describe the same state
 // — the same name, kind, sub-keying and fingerprint, and both with a TTL or
 // both without; their schemas and the lengths of their TTLs are not
@@ -142,9 +160,9 @@ func (s StateSpec) String() string {
 // of a name already registered asks for the same TTL too (storekit).
 func CheckSame(registered, requested StateSpec) error {
 	regTTL, reqTTL := registered.TTL != 0, requested.TTL != 0
-	registered.Schema, requested.Schema = "", ""
-	registered.TTL, requested.TTL = 0, 0
-	if registered == requested && regTTL == reqTTL {
+	if registered.Name == requested.Name && registered.Kind == requested.Kind &&
+		registered.SubKeyed == requested.SubKeyed && registered.Fingerprint == requested.Fingerprint &&
+		regTTL == reqTTL {
 		return nil
 	}
 	switch {

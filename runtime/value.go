@@ -155,8 +155,7 @@ type Value[K, V any] struct{ h *valueHandle[K, noNS, V] }
 
 // NewValue registers d with s and returns its handle.
 func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema}, d.Key, nil, d.Value, d.TTL)
+	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations}, d.Key, nil, d.Value, d.TTL)
 	return Value[K, V]{h}, err
 }
 
@@ -237,8 +236,7 @@ type SubKeyedValue[K, N, V any] struct{ h *valueHandle[K, N, V] }
 
 // NewSubKeyedValue registers d with s and returns its handle.
 func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) (SubKeyedValue[K, N, V], error) {
-	RegisterMigrations(d.Name, d.Fingerprint, d.Migrations)
-	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
+	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
 	return SubKeyedValue[K, N, V]{h}, err
 }
 

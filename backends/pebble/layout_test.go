@@ -115,7 +115,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		{Name: "window.sessions", Kind: runtime.KindSortedMap, SubKeyed: true, Fingerprint: "struct{a int64}"},
 	} {
 		got, err := decodeSpec(encodeSpec(spec))
-		if err != nil || got != spec {
+		if err != nil || !got.Equal(spec) {
 			t.Fatalf("decodeSpec(encodeSpec(%v)) = %v, %v", spec, got, err)
 		}
 	}

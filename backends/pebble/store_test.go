@@ -98,7 +98,7 @@ func TestReuseExisting(t *testing.T) {
 	}
 
 	r := mustNew(t, pebble.Options{FS: fs, Dir: "d", Existing: pebble.ReuseExisting})
-	if got := r.States(); len(got) != 3 || got[1] != ttlSpec || got[2] != valueSpec {
+	if got := r.States(); len(got) != 3 || !got[1].Equal(ttlSpec) || !got[2].Equal(valueSpec) {
 		t.Fatalf("reused store has states %v, want its TTL state with the TTL", got)
 	}
 	if _, err := r.Register(srt.StateSpec{Name: "t", Kind: srt.KindMap, TTL: time.Hour, Fingerprint: "fp"}); !errors.Is(err, srt.ErrStateMismatch) {

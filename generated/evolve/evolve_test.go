@@ -336,6 +336,39 @@ func TestRestoreRefusesIncompatibleChanges(t *testing.T) {
 	}
 }
 
+// A migration function belongs to the store its state's handle was bound
+// to: a restore into another store of the same process, whose same-named
+// state of the same schema declares none, refuses the incompatible change
+// rather than run a function that code never declared for it.
+func TestMigrationFunctionsBelongToTheirStore(t *testing.T) {
+	s := checkpoint.NewMem()
+	writeV1(t, s)
+	for _, b := range backends {
+		t.Run("backend="+b.name, func(t *testing.T) {
+			withHatch := b.new(t, runtime.FullRange(maxP))
+			hs, err := hatch.OpenState(withHatch)
+			check(t, err)
+			without := b.new(t, runtime.FullRange(maxP))
+			bs, err := bad.OpenState(without)
+			check(t, err)
+			if hs.Counter.Spec().Fingerprint != bs.Counter.Spec().Fingerprint {
+				t.Fatalf("the counters differ in schema: %s, %s", hs.Counter.Spec(), bs.Counter.Spec())
+			}
+			_, err = checkpoint.Restore(ctx, s, "chk-1", "op", 0, 1, without, nil)
+			if !errors.Is(err, schema.ErrIncompatible) || !strings.Contains(err.Error(), `state "counter"`) {
+				t.Fatalf("restore into the store without migrations: %v, want counter's change refused", err)
+			}
+			_, err = checkpoint.Restore(ctx, s, "chk-1", "op", 0, 1, withHatch, &checkpoint.RestoreOptions{UnknownStates: checkpoint.DropUnknownStates})
+			check(t, err)
+			for i, u := range users {
+				if c, ok, err := hs.Counter.Get(u); err != nil || !ok || c != int16(-(i+1)) {
+					t.Errorf("counter of %s: %d, %v, %v", u, c, ok, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRestoreMigrate restores a checkpoint of one Value state of
 // BENCH keys (default 1M) twice in the same run: into a store that
 // registered the checkpoint's own schema (plain), and into one that

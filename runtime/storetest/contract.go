@@ -145,7 +145,7 @@ func checkRegister(e *env) {
 		fail("after failed mismatching registrations, state %q reads (%q, %v), want (\"kept\", true)", mismatch, v, ok)
 	}
 	for _, spec := range s.States() {
-		if spec.Name == mismatch && spec != orig {
+		if spec.Name == mismatch && !spec.Equal(orig) {
 			fail("States() reports %v after failed registrations, want %v", spec, orig)
 		}
 	}

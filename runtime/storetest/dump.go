@@ -245,7 +245,7 @@ func Merge(parts ...Contents) Contents {
 			dst, ok := out.States[name]
 			if !ok {
 				dst = StateContents{Spec: sc.Spec, Groups: map[int][]Record{}}
-			} else if dst.Spec != sc.Spec {
+			} else if !dst.Spec.Equal(sc.Spec) {
 				panic(fmt.Sprintf("storetest.Merge: state %q has spec %+v in part %d and %+v before", name, sc.Spec, i, dst.Spec))
 			}
 			for g, recs := range sc.Groups {

@@ -22,7 +22,7 @@ func register(s runtime.Store, spec runtime.StateSpec) runtime.State {
 	if st == nil {
 		fail("Register(%v) returned a nil State", spec)
 	}
-	if got := st.Spec(); got != spec {
+	if got := st.Spec(); !got.Equal(spec) {
 		fail("Register(%v) returned a state whose Spec() is %v", spec, got)
 	}
 	var ok bool
