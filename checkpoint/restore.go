@@ -418,7 +418,7 @@ func (m Migration) Transcode(dst, src []byte) ([]byte, error) {
 // its writer's schema (format version 3), the registered descriptor has a
 // schema too, and either the change is compatible (schema.Resolve) or the
 // code registered a migration function from the checkpoint's schema, or
-// from one it resolves to (runtime.Migrations: the //stategen:migrate
+// from one it resolves to (the registered spec's Migrations: the //stategen:migrate
 // escape hatch for an incompatible change). Otherwise the error wraps
 // runtime.ErrStateMismatch and names the state: an incompatible change
 // comes as a *schema.IncompatibleError naming the field path and both

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
-	"github.com/stategen/stategen/runtime/schema"
 )
 
 // Codecs decode one state's entries. A nil codec leaves its field of a
@@ -45,7 +44,7 @@ func Read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state s
 
 // read is Read, with the values converted by mig (if not nil) before they
 // are decoded.
-func read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state string, codecs Codecs[K, N, UK, V], mig *schema.Migration) runtime.Seq[Record[K, N, UK, V]] {
+func read[K, N, UK, V any](ctx context.Context, c *Checkpoint, operator, state string, codecs Codecs[K, N, UK, V], mig *checkpoint.Migration) runtime.Seq[Record[K, N, UK, V]] {
 	return func(yield func(Record[K, N, UK, V], error) bool) {
 		var buf []byte
 		spec, err := c.State(operator, state)
@@ -123,48 +122,44 @@ func decodeValue[T any](c runtime.ValueCodec[T], b []byte, dst *T) error {
 	return nil
 }
 
-// check verifies that the checkpoint holds state name with kind and
-// sub-keying, and, if fingerprint is not empty, that fingerprint — or one
-// whose schema migrates to schemaStr, by the rules a restore applies
-// (package runtime/schema): then it returns the migration.
-func (c *Checkpoint) check(operator, name string, kind runtime.Kind, subKeyed bool, fingerprint, schemaStr string) (*schema.Migration, error) {
-	spec, err := c.State(operator, name)
+// check verifies that the checkpoint holds the state of want, of want's
+// kind and sub-keying, and, if want has a fingerprint, that it holds it
+// under that fingerprint — or under a schema a restore would migrate to
+// want's (checkpoint.CheckStates: by the rules of package runtime/schema,
+// or with one of want's migration functions): then it returns the
+// migration.
+func (c *Checkpoint) check(operator string, want runtime.StateSpec) (*checkpoint.Migration, error) {
+	spec, err := c.State(operator, want.Name)
 	if err != nil {
 		return nil, err
 	}
-	want := runtime.StateSpec{Name: name, Kind: kind, SubKeyed: subKeyed, Fingerprint: fingerprint, Schema: schemaStr}
-	if spec.Kind != kind || spec.SubKeyed != subKeyed {
+	if spec.Kind != want.Kind || spec.SubKeyed != want.SubKeyed {
 		return nil, fmt.Errorf("%w: checkpoint %s holds %v, the descriptor says %v", ErrState, c.name, spec, want)
 	}
-	if fingerprint == "" || spec.Fingerprint == fingerprint {
+	if want.Fingerprint == "" || spec.Fingerprint == want.Fingerprint {
 		return nil, nil
 	}
-	if spec.Schema == "" || schemaStr == "" {
-		return nil, fmt.Errorf("%w: checkpoint %s holds %v, the descriptor says %v, and without both schemas the state cannot be migrated", ErrState, c.name, spec, want)
-	}
-	from, err := schema.Parse(spec.Schema)
+	// read splits the TTL stamps off before it migrates: the values
+	// migrate as those of a state without a TTL.
+	spec.TTL, want.TTL = 0, 0
+	migs, err := checkpoint.CheckStates([]runtime.StateSpec{want}, []runtime.StateSpec{spec}, checkpoint.FailOnUnknownStates)
 	if err != nil {
-		return nil, fmt.Errorf("%w: checkpoint %s, state %q: its schema: %w", checkpoint.ErrCorrupt, c.name, name, err)
+		return nil, fmt.Errorf("%w: checkpoint %s: the descriptor's types cannot read it: %w", ErrState, c.name, err)
 	}
-	to, err := schema.Parse(schemaStr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: state %q: the descriptor's schema: %w", ErrState, name, err)
-	}
-	m, err := schema.Resolve(from, to)
-	if err != nil {
-		return nil, fmt.Errorf("%w: checkpoint %s, state %q cannot be read with the descriptor's types: %w", ErrState, c.name, name, err)
-	}
-	return m, nil
+	m := migs[want.Name]
+	return &m, nil
 }
 
 // Values reads a keyed Value state whole. An empty d.Fingerprint skips the
 // schema check. If the checkpoint holds the state under another schema —
 // written by an earlier version of the job — and both it and d carry
 // their schemas, the values are migrated to d's schema first, as a restore
-// would migrate them; an incompatible change is an error wrapping ErrState
-// that names the field. The other helpers do the same.
+// would migrate them: by the rules of package runtime/schema, or with the
+// migration functions d lists (the //stategen:migrate escape hatch); an
+// incompatible change without one is an error wrapping ErrState that names
+// the field. The other helpers do the same.
 func Values[K comparable, V any](ctx context.Context, c *Checkpoint, operator string, d runtime.ValueDescriptor[K, V]) (map[K]V, error) {
-	mig, err := c.check(operator, d.Name, runtime.KindValue, false, d.Fingerprint, d.Schema)
+	mig, err := c.check(operator, runtime.StateSpec{Name: d.Name, Kind: runtime.KindValue, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations})
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +176,7 @@ func Values[K comparable, V any](ctx context.Context, c *Checkpoint, operator st
 // SubKeyedValues reads a sub-keyed Value state whole, by key then
 // namespace.
 func SubKeyedValues[K, N comparable, V any](ctx context.Context, c *Checkpoint, operator string, d runtime.SubKeyedValueDescriptor[K, N, V]) (map[K]map[N]V, error) {
-	mig, err := c.check(operator, d.Name, runtime.KindValue, true, d.Fingerprint, d.Schema)
+	mig, err := c.check(operator, runtime.StateSpec{Name: d.Name, Kind: runtime.KindValue, SubKeyed: true, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +197,7 @@ func SubKeyedValues[K, N comparable, V any](ctx context.Context, c *Checkpoint, 
 
 // Lists reads a keyed List state whole; each list is in order.
 func Lists[K comparable, V any](ctx context.Context, c *Checkpoint, operator string, d runtime.ListDescriptor[K, V]) (map[K][]V, error) {
-	mig, err := c.check(operator, d.Name, runtime.KindList, false, d.Fingerprint, d.Schema)
+	mig, err := c.check(operator, runtime.StateSpec{Name: d.Name, Kind: runtime.KindList, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations})
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +221,7 @@ func Maps[K, UK comparable, V any](ctx context.Context, c *Checkpoint, operator 
 	if spec.Kind == runtime.KindSortedMap {
 		kind = runtime.KindSortedMap
 	}
-	mig, err := c.check(operator, d.Name, kind, false, d.Fingerprint, d.Schema)
+	mig, err := c.check(operator, runtime.StateSpec{Name: d.Name, Kind: kind, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations})
 	if err != nil {
 		return nil, err
 	}

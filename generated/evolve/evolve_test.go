@@ -336,6 +336,34 @@ func TestRestoreRefusesIncompatibleChanges(t *testing.T) {
 	}
 }
 
+// The offline reader migrates through the functions a descriptor lists,
+// as a restore does: yesterday's incompatible change reads with the
+// escape hatch's descriptor, and is refused without it.
+func TestInspectMigratesWithMigrationFunctions(t *testing.T) {
+	c, err := inspect.OpenStorage(ctx, golden(t), "chk-1")
+	check(t, err)
+	d := hatch.DescribeState()
+	profiles, err := inspect.Values(ctx, c, "op", d.Profiles)
+	check(t, err)
+	counters, err := inspect.Values(ctx, c, "op", d.Counter)
+	check(t, err)
+	for i, u := range users {
+		if p := profiles[u]; p != (hatch.Profile{Name: int64(len("N" + u)), Age: int64(-i)}) {
+			t.Errorf("profile of %s: %+v", u, p)
+		}
+		if n := counters[u]; n != int16(-(i + 1)) {
+			t.Errorf("counter of %s: %d", u, n)
+		}
+	}
+	if len(profiles) != len(users) || len(counters) != len(users) {
+		t.Errorf("read %d profiles and %d counters, want %d each", len(profiles), len(counters), len(users))
+	}
+	_, err = inspect.Values(ctx, c, "op", bad.DescribeState().Counter)
+	if !errors.Is(err, inspect.ErrState) || !errors.Is(err, schema.ErrIncompatible) || !strings.Contains(err.Error(), `state "counter"`) {
+		t.Errorf("inspect of the counter without its migration function: %v", err)
+	}
+}
+
 // A migration function belongs to the store its state's handle was bound
 // to: a restore into another store of the same process, whose same-named
 // state of the same schema declares none, refuses the incompatible change
