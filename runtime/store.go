@@ -59,8 +59,9 @@ const MaxStateNameLen = 200
 
 // StateSpec is the byte-level identity of a state: everything a backend and a
 // checkpoint need to know about it, and nothing about Go types. Two specs
-// describe the same state exactly when they agree on everything but Schema
-// (see CheckSame).
+// describe the same state exactly when they agree on everything but Schema,
+// Migrations and the length of a TTL (see CheckSame). A StateSpec holds
+// functions (Migrations), so == does not compare it: Equal does.
 type StateSpec struct {
 	// Name is the state's stable name, unique within a store. It is stored in
 	// checkpoints, so renaming a field must not rename the state. Names are
