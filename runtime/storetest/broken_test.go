@@ -47,6 +47,7 @@ const (
 	restoreNotCounted
 	restoreKeepsReads
 	checkWriteAccepts
+	registerDropsMigrations
 )
 
 // flawed is a Model with one flaw.
@@ -70,8 +71,11 @@ func newFlawed(f flaw) Factory {
 }
 
 func (s *flawed) Register(spec runtime.StateSpec) (runtime.State, error) {
-	if s.flaw == registerDropsTTL {
+	switch s.flaw {
+	case registerDropsTTL:
 		spec.TTL = 0
+	case registerDropsMigrations:
+		spec.Migrations = nil
 	}
 	st, err := s.Model.Register(spec)
 	if err != nil {
@@ -564,6 +568,7 @@ func TestSuiteDetectsFlaws(t *testing.T) {
 		{"RestoreNotCounted", restoreNotCounted, []string{"Contract/Restore"}},
 		{"RestoreKeepsReads", restoreKeepsReads, []string{"Contract/Restore"}},
 		{"CheckWriteAccepts", checkWriteAccepts, []string{"Contract/CheckWrite"}},
+		{"RegisterDropsMigrations", registerDropsMigrations, []string{"Contract/Register"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -149,6 +149,18 @@ func checkRegister(e *env) {
 			fail("States() reports %v after failed registrations, want %v", spec, orig)
 		}
 	}
+
+	// A state's migration functions are part of the spec the store
+	// registered: a restore finds them in States() (register checks Spec()).
+	const migrated = "reg.migrated"
+	withMigs := runtime.StateSpec{Name: migrated, Kind: runtime.KindValue, Fingerprint: "v2",
+		Migrations: []runtime.Migration{{From: "v1", Convert: func(dst, src []byte) ([]byte, error) { return append(dst, src...), nil }}}}
+	register(s, withMigs)
+	for _, spec := range s.States() {
+		if spec.Name == migrated && !spec.Equal(withMigs) {
+			fail("States() reports %v with migrations from %q, registered with them from %q", spec, migrationsFrom(spec), migrationsFrom(withMigs))
+		}
+	}
 }
 
 func checkRegisterInvalid(e *env) {

@@ -14,6 +14,15 @@ import (
 // kv is one map entry as strings.
 type kv struct{ K, V string }
 
+// migrationsFrom returns the From of each of spec's migrations.
+func migrationsFrom(spec runtime.StateSpec) []string {
+	var out []string
+	for _, m := range spec.Migrations {
+		out = append(out, m.From)
+	}
+	return out
+}
+
 // register registers spec in s and checks the returned state: its Spec and
 // the interface of its kind.
 func register(s runtime.Store, spec runtime.StateSpec) runtime.State {
@@ -23,7 +32,8 @@ func register(s runtime.Store, spec runtime.StateSpec) runtime.State {
 		fail("Register(%v) returned a nil State", spec)
 	}
 	if got := st.Spec(); !got.Equal(spec) {
-		fail("Register(%v) returned a state whose Spec() is %v", spec, got)
+		fail("Register(%v) returned a state whose Spec() is %v, schema %q, migrations from %q; want schema %q, migrations from %q",
+			spec, got, got.Schema, migrationsFrom(got), spec.Schema, migrationsFrom(spec))
 	}
 	var ok bool
 	switch spec.Kind {
