@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"errors"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
@@ -303,12 +304,32 @@ func (s *Store) installFilter(nf keyFilter, err error, log []uint64) {
 }
 
 // buildFilter returns the filter of the keys r holds, sized for
-// filterHeadroom times as many, counted by a first scan (so that a
-// Restore of many keys builds it once): off if it would take more than
-// limit bytes. A non-nil stop cancels the scans once set.
+// filterHeadroom times as many: off if it would take more than limit
+// bytes. One scan counts the keys and keeps their hashes, 8 bytes a key,
+// which the filter, sized by then, takes; a database whose hashes would
+// outgrow limit bytes is counted to the end and scanned again for its
+// hashes, if its filter is within limit at all. (Two scans of every
+// database, as before, took a pebble store's rebuilds twice the time: 11%
+// of the processor time of Nexmark's five queries.) A non-nil stop
+// cancels the scans once set.
 func buildFilter(r pebbledb.Reader, limit int64, stop *atomic.Bool) (keyFilter, error) {
-	keys := 0
-	if err := scanKeys(r, stop, func([]byte) { keys++ }); err != nil {
+	keys, keep := 0, true
+	var hashes []uint64
+	if err := scanKeys(r, stop, func(k []byte) {
+		keys++
+		if !keep {
+			return
+		}
+		if len(hashes) == cap(hashes) {
+			if n := max(1024, 2*cap(hashes)); int64(n)*8 <= limit {
+				hashes = slices.Grow(hashes, n-len(hashes))
+			} else {
+				hashes, keep = nil, false // past the bound: count only
+				return
+			}
+		}
+		hashes = append(hashes, xxhash.Sum64(k))
+	}); err != nil {
 		return keyFilter{}, err
 	}
 	size := max(minFilterBlocks, (filterHeadroom*keys*filterBitsPerKey+511)/512)
@@ -316,6 +337,12 @@ func buildFilter(r pebbledb.Reader, limit int64, stop *atomic.Bool) (keyFilter, 
 		return keyFilter{}, nil
 	}
 	nf := keyFilter{blocks: make([]filterBlock, size), max: limit}
+	if keep {
+		for _, h := range hashes {
+			nf.add(h)
+		}
+		return nf, nil
+	}
 	if err := scanKeys(r, stop, func(k []byte) { nf.add(xxhash.Sum64(k)) }); err != nil {
 		return keyFilter{}, err
 	}

@@ -1,8 +1,13 @@
 package pebble
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestKeyFilterHoldsWhatItAdds: a filter never answers "absent" for a key
@@ -42,5 +47,55 @@ func TestKeyFilterHoldsWhatItAdds(t *testing.T) {
 	}
 	if f := newKeyFilter(-1); f.blocks != nil {
 		t.Fatal("a filter of no bytes is on")
+	}
+}
+
+// TestBuildFilterHoldsEveryKey: a filter built from a database holds every
+// key of it, whether the build kept the keys' hashes from its counting
+// scan or, their hashes past its bound, scanned the database again; and a
+// database whose filter would pass the bound gets none.
+func TestBuildFilterHoldsEveryKey(t *testing.T) {
+	db, err := pebbledb.Open("", &pebbledb.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 5000
+	var keys [][]byte
+	for i := range n {
+		k := fmt.Appendf(nil, "key-%06d", i)
+		keys = append(keys, k)
+		if err := db.Set(k, nil, pebbledb.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The filter takes 5 bytes a key (filterHeadroom*filterBitsPerKey
+	// bits) and the hashes 8: 25,000 and 40,000 bytes.
+	for _, c := range []struct {
+		name  string
+		limit int64
+		on    bool
+	}{
+		{"hashes kept", 1 << 20, true},
+		{"scanned again", 30_000, true},
+		{"too large", 20_000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := buildFilter(db, c.limit, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if on := f.blocks != nil; on != c.on {
+				t.Fatalf("limit %d: filter on %v, want %v", c.limit, on, c.on)
+			}
+			if size := int64(len(f.blocks)) * 64; size > c.limit {
+				t.Fatalf("limit %d: a filter of %d bytes", c.limit, size)
+			}
+			for _, k := range keys {
+				if !f.mayHold(xxhash.Sum64(k)) {
+					t.Fatalf("limit %d: key %q of the database is absent from its filter", c.limit, k)
+				}
+			}
+		})
 	}
 }
