@@ -216,8 +216,8 @@
 // the database, deletions remove none), and answers a point read of a
 // key the filter does not hold with "not found" at the cost of a hash
 // lookup. The filter starts at 8 KiB; after the commit (or the Restore)
-// that finds it outgrown it is rebuilt from two scans of the database's
-// keys, one to count them and one to add them, for four times as many
+// that finds it outgrown it is rebuilt from a scan of the database's
+// keys, which counts them and keeps their hashes, for four times as many
 // keys (10 bits a key, about 1% false positives at that load), and it is
 // turned off past Options.KeyFilterSize (16 MiB: the filter of up to 3.3
 // million live keys); a store opened on an existing directory builds its

@@ -36,7 +36,7 @@ import (
 // The commit after which the filter is outgrown — when the database holds
 // every key the store wrote — starts the rebuild on a goroutine of its
 // own, which scans a Pebble snapshot taken then, so that the operator
-// does not wait for two scans of its whole database. Until the rebuilt
+// does not wait for a scan of its whole database. Until the rebuilt
 // filter is taken, the old one keeps answering (it still holds every
 // key; it is only fuller), and every key added to it is logged too. The
 // first commit after the scan ends takes the new filter and adds the
@@ -174,8 +174,9 @@ func (f *keyFilter) off() {
 // filter is sized for: the next rebuild comes after three times as many
 // new keys. A job that creates and deletes keys all the time (windows,
 // sessions, timers) rebuilds its filter after every few times its live
-// keys, each rebuild two scans of the database, tombstones included: at
-// twice the keys, rebuilds took 22% of Nexmark's five queries on pebble;
+// keys, each rebuild a scan of the database, tombstones included (two
+// until 326ed41): at twice the keys, rebuilds took 22% of Nexmark's five
+// queries on pebble;
 // at four times a pass took 17% less time (p=0.041, 6 interleaved runs).
 // The cost is memory: 40 bits per live key just after a rebuild.
 const filterHeadroom = 4
