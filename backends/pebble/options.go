@@ -154,8 +154,10 @@ type Options struct {
 	// directory builds its first filter from its database, in the
 	// background. The memory is the Go heap's, not the block cache's;
 	// while a rebuild runs (on a goroutine of its own) the old filter and
-	// the new one are both held, with 8 bytes for each key written
-	// meanwhile.
+	// the new one are both held, with the hashes of the database's keys
+	// the rebuild's scan collects (8 bytes a key, within KeyFilterSize: a
+	// database of more keys is scanned twice instead) and 8 bytes for
+	// each key written meanwhile.
 	KeyFilterSize int64
 
 	// Existing is the policy for a working directory that already holds
