@@ -127,13 +127,20 @@ func checkRows(b *testing.B, name string, want, out *Output) {
 }
 
 // benchStore runs query name on a new store of be per pass, with a
-// checkpoint every second if checkpoints.
+// checkpoint every second if checkpoints. Before each pass it runs the
+// query in plain Go, off the clock, and it reports speed-vs-plain: the
+// plain passes' time over its own, the fraction of plain Go's events/s it
+// reached, each pass paired with a plain one a moment before it. (A ratio
+// of two medians taken minutes apart holds whatever spells of speed this
+// machine went through in between, which move a median by a third.)
 func benchStore(b *testing.B, be backend, name string, events []Event, want *Output, checkpoints bool) {
 	m := &passMeter{b: b, events: len(events)}
 	completed := 0
 	var elapsed time.Duration // processing time since the last checkpoint
+	var plain time.Duration   // the paired plain passes'
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
+		plain += plainPass(b, name, events)
 		dir := b.TempDir()
 		store, err := be.open(filepath.Join(dir, "store"))
 		if err != nil {
@@ -181,6 +188,26 @@ func benchStore(b *testing.B, be backend, name string, events []Event, want *Out
 	if checkpoints && b.N > 0 {
 		b.ReportMetric(float64(completed)/float64(b.N), "checkpoints/op")
 	}
+	if s := b.Elapsed(); s > 0 && b.N > 0 {
+		b.ReportMetric(plain.Seconds()/s.Seconds(), "speed-vs-plain")
+	}
+}
+
+// plainPass runs query name in plain Go over events, from a settled heap,
+// and returns its time.
+func plainPass(b *testing.B, name string, events []Event) time.Duration {
+	q, err := NewPlain(name, &Output{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	goruntime.GC()
+	start := time.Now()
+	err = Run(q, events, nil)
+	d := time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // benchPlain runs query name in plain Go per pass.

@@ -491,3 +491,40 @@ func TestChartRejectsUnknownUnit(t *testing.T) {
 		t.Errorf("exit status %d, stderr %q", code, stderr)
 	}
 }
+
+// TestSpeedRatioHigherIsBetter: a speed- unit (speed-vs-plain, a
+// baseline's time over the benchmark's) improves upward, like a rate: the
+// gate fails when it halves and reports an improvement when it doubles,
+// and the comparison table says higher is better and shows the ratio with
+// three decimals.
+func TestSpeedRatioHigherIsBetter(t *testing.T) {
+	for unit, want := range map[string]bool{"events/s": true, "B/s": true, "speed-vs-plain": true, "sec/op": false, "allocs/event": false, "B/op": false} {
+		if got := higherIsBetter(unit); got != want {
+			t.Errorf("higherIsBetter(%q) = %v, want %v", unit, got, want)
+		}
+	}
+	dir := t.TempDir()
+	write := func(name string, center float64) string {
+		var b strings.Builder
+		for i := range 8 {
+			fmt.Fprintf(&b, "BenchmarkNexmark/query=all/backend=cow-2 \t10\t100 ns/op\t%.4f speed-vs-plain\n", center*(1+0.01*float64(i%3)))
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base, slower, faster := write("base.txt", 0.2), write("slower.txt", 0.1), write("faster.txt", 0.4)
+	if code, out, stderr := runCmd(t, "gate", "-base", base, "-head", slower, "-units", "speed-vs-plain"); code != 1 {
+		t.Errorf("speed-vs-plain halved: exit status %d, want 1 (a regression); stderr %s\n%s", code, stderr, out)
+	}
+	code, out, stderr := runCmd(t, "gate", "-base", base, "-head", faster, "-units", "speed-vs-plain")
+	if code != 0 || !strings.Contains(out, "### Improvements") {
+		t.Errorf("speed-vs-plain doubled: exit status %d, want 0 and an improvement; stderr %s\n%s", code, stderr, out)
+	}
+	code, out, stderr = runCmd(t, "compare-backends", "-units", "speed-vs-plain", base)
+	if code != 0 || !strings.Contains(out, "### speed-vs-plain (median ± 95% CI; higher is better)") || !strings.Contains(out, "| 0.202 ±") {
+		t.Errorf("compare-backends: exit status %d; stderr %s\n%s", code, stderr, out)
+	}
+}

@@ -9,8 +9,6 @@ import (
 	"math"
 	"os"
 	"strings"
-
-	"golang.org/x/perf/benchunit"
 )
 
 func chartCmd(args []string, stdout, stderr io.Writer) error {
@@ -115,7 +113,6 @@ func renderChart(c *comparison) ([]byte, error) {
 		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", gx, plotTop+plotH+16, label)
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s (log scale)</text>`+"\n", left+plotW/2, plotTop+plotH+36, esc(c.unit))
-	cls := benchunit.ClassOf(c.unit)
 	for gi, r := range c.rows {
 		gy := plotTop + float64(gi)*groupH
 		fmt.Fprintf(&b, `<g class="group" data-op="%s">`+"\n", esc(r.name))
@@ -128,12 +125,12 @@ func renderChart(c *comparison) ([]byte, error) {
 			w := math.Max(x(cc.summary.Center)-left, 1)
 			fmt.Fprintf(&b, `<rect class="bar" data-op="%s" data-backend="%s" data-value="%g" x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s %s: %s %s</title></rect>`+"\n",
 				esc(r.name), esc(c.cols[i]), cc.summary.Center, left, by, w, barHeight, palette[i%len(palette)],
-				esc(r.name), esc(c.cols[i]), esc(benchunit.Scale(cc.summary.Center, cls)), esc(c.unit))
+				esc(r.name), esc(c.cols[i]), esc(scale(cc.summary.Center, c.unit)), esc(c.unit))
 			if cc.summary.Lo > 0 && cc.summary.Hi > cc.summary.Lo {
 				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n",
 					x(cc.summary.Lo), by+barHeight/2, x(cc.summary.Hi), by+barHeight/2)
 			}
-			text := benchunit.Scale(cc.summary.Center, cls)
+			text := scale(cc.summary.Center, c.unit)
 			if cc.vsRef && cc.ratio > 0 {
 				text += fmt.Sprintf(" %.2f×", cc.ratio)
 			}

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/perf/benchmath"
 	"golang.org/x/perf/benchproc"
-	"golang.org/x/perf/benchunit"
 )
 
 // comparison is the backend comparison of one unit, ready to print or draw.
@@ -173,7 +172,6 @@ func compareBackends(t *table, unit, ref string, alpha float64) *comparison {
 
 // writeComparison prints c as a markdown table.
 func writeComparison(w io.Writer, c *comparison) {
-	cls := benchunit.ClassOf(c.unit)
 	better := "lower is better"
 	if higherIsBetter(c.unit) {
 		better = "higher is better"
@@ -193,7 +191,7 @@ func writeComparison(w io.Writer, c *comparison) {
 	for _, r := range c.rows {
 		fmt.Fprintf(w, "| %s |", r.name)
 		for _, cc := range r.cells {
-			fmt.Fprintf(w, " %s |", formatCell(cc, cls))
+			fmt.Fprintf(w, " %s |", formatCell(cc, c.unit))
 		}
 		fmt.Fprintln(w)
 	}
@@ -201,11 +199,11 @@ func writeComparison(w io.Writer, c *comparison) {
 
 // formatCell formats a cell as "12.3n ±2%" followed, against the
 // reference, by "(2.05×, p=0.002)" or "(~1.01×, p=0.310)".
-func formatCell(cc comparisonCell, cls benchunit.Class) string {
+func formatCell(cc comparisonCell, unit string) string {
 	if !cc.present {
 		return "—"
 	}
-	s := benchunit.Scale(cc.summary.Center, cls) + " ±" + cc.summary.PctRangeString()
+	s := scale(cc.summary.Center, unit) + " ±" + cc.summary.PctRangeString()
 	if cc.vsRef {
 		mark := ""
 		if !cc.significant {

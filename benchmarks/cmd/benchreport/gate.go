@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/perf/benchmath"
 	"golang.org/x/perf/benchproc"
-	"golang.org/x/perf/benchunit"
 )
 
 // gateOptions configures a base-vs-head comparison.
@@ -205,10 +204,9 @@ func (r *gateResult) write(w io.Writer) {
 		})
 		fmt.Fprintf(w, "\n### %s\n\n| benchmark | unit | base | head | change | p |\n| --- | --- | ---: | ---: | ---: | --- |\n", title)
 		for _, row := range rows {
-			cls := benchunit.ClassOf(row.unit)
 			fmt.Fprintf(w, "| %s | %s | %s ±%s | %s ±%s | %s | %s |\n", row.name, row.unit,
-				benchunit.Scale(row.base.Center, cls), row.base.PctRangeString(),
-				benchunit.Scale(row.head.Center, cls), row.head.PctRangeString(),
+				scale(row.base.Center, row.unit), row.base.PctRangeString(),
+				scale(row.head.Center, row.unit), row.head.PctRangeString(),
 				signedPct(row.delta), row.cmp.String())
 		}
 	}

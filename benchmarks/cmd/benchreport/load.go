@@ -11,6 +11,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 	"golang.org/x/perf/benchproc"
+	"golang.org/x/perf/benchunit"
 )
 
 // table holds benchmark measurements grouped into rows and columns by two
@@ -162,6 +163,19 @@ func parseThreshold(s string) (float64, error) {
 	return v, nil
 }
 
+// scale formats v, a value of unit, for a table or a chart: with an SI
+// prefix and benchstat's precision (benchunit.Scale), but a speed ratio,
+// which is near 1, with three decimals (0.168, not 168.0m).
+func scale(v float64, unit string) string {
+	if strings.HasPrefix(unit, "speed-") {
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return benchunit.Scale(v, benchunit.ClassOf(unit))
+}
+
 // higherIsBetter reports whether a larger value of unit is an improvement:
-// rates (B/s, entries/s) are, times and sizes are not.
-func higherIsBetter(unit string) bool { return strings.HasSuffix(unit, "/s") }
+// rates (B/s, entries/s) and speed ratios (speed-vs-plain: a baseline's
+// time over the benchmark's) are, times and sizes are not.
+func higherIsBetter(unit string) bool {
+	return strings.HasSuffix(unit, "/s") || strings.HasPrefix(unit, "speed-")
+}

@@ -41,7 +41,8 @@
 // more than -threshold with p < -alpha. It prints a markdown report of the
 // regressions and improvements, suitable for $GITHUB_STEP_SUMMARY. For time,
 // bytes and allocations lower is better; for rates (units ending in /s)
-// higher is better.
+// and speed ratios (units beginning with speed-, as speed-vs-plain) higher
+// is better.
 //
 //	-base file     results of the base revision (required)
 //	-head file     results of the head revision (required)
