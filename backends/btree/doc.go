@@ -284,8 +284,11 @@
 // tree of a value or map state keeps an entry index (package
 // backends/internal/entryidx, which backends/cow shares): item key ->
 // the item's region and value length, holding the items that Get,
-// Contains and Update found. A read of an indexed item is one probe of
-// the index, hashed from the item's inline prefix, and no descent.
+// Contains and Update found and those Update made (a count made by its
+// first bid is updated by the next; q5 on Nexmark ran 3.8% faster for
+// it, p=0.006, 8 interleaved rounds of speed-vs-plain). A read of an
+// indexed item is one probe of the index, hashed from the item's inline
+// prefix, and no descent.
 //
 // The index is exact: a record always holds its item's region and value
 // length. The writes that change them keep it so where they happen — set

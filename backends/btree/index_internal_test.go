@@ -201,9 +201,10 @@ func TestEntryIndexAgreesWithTree(t *testing.T) {
 	}
 }
 
-// TestEntryIndexFilledByReads checks which reads fill a tree's index: a
-// Get of a value does, a Put does not, nor anything with
-// Options.DisableEntryIndex, nor a list's Get.
+// TestEntryIndexFilledByReads checks which reads and writes fill a tree's
+// index: a Get of a value does, and an Update that creates an entry; a
+// Put does not, nor anything with Options.DisableEntryIndex, nor a list's
+// Get.
 func TestEntryIndexFilledByReads(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		s, err := New(Options{DisableEntryIndex: disable})
@@ -250,6 +251,27 @@ func TestEntryIndexFilledByReads(t *testing.T) {
 		if n := tl.idx.Len(); n != 0 {
 			t.Fatalf("a list Get indexed %d items", n)
 		}
+		m, err := s.Register(runtime.StateSpec{Name: "m", Kind: runtime.KindMap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(old []byte, found bool) ([]byte, error) { return append(old[:len(old):len(old)], 1), nil }
+		for _, uk := range []string{"a", "b"} {
+			if err := m.(runtime.MapUpdater).Update(k, []byte(uk), count); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.(runtime.MapState).Put(k, []byte("c"), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		want = 2
+		if disable {
+			want = 0
+		}
+		if n := s.states["m"].groupTree(k.Group()).idx.Len(); n != want {
+			t.Fatalf("disable=%v: after two Updates that made entries and a Put, the map tree's index holds %d items, want %d", disable, n, want)
+		}
+		checkIndexes(t, s, fmt.Sprintf("disable=%v", disable))
 		_ = s.Close()
 	}
 }

@@ -45,7 +45,7 @@ func (v valueState) Put(k runtime.Key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	t.set(v.entryKey(k), value)
+	t.set(v.entryKey(k), value, false)
 	return nil
 }
 
@@ -180,7 +180,7 @@ func (m mapState) Put(k runtime.Key, userKey, value []byte) error {
 	if err := checkValue(m.state, k, value); err != nil {
 		return err
 	}
-	t.set(m.mapKey(k, userKey), value)
+	t.set(m.mapKey(k, userKey), value, false)
 	return nil
 }
 

@@ -181,7 +181,7 @@ func (st *state) update(k runtime.Key, uk []byte, isMap bool, fn func(old []byte
 	// set copies nv into a new region before the old one can be moved by
 	// a compaction: nv may be (part of) old.
 	t.hotOK = false
-	t.set(st.itemKey(k, uk, isMap), nv)
+	t.set(st.itemKey(k, uk, isMap), nv, !found && !st.gate.Cold())
 	return nil
 }
 

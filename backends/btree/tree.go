@@ -179,8 +179,12 @@ func (t *tree) get(ik []byte) (item, bool) {
 // becomes garbage. (Looking the item up first to overwrite it in place
 // costs a second descent when it cannot be, and the write's cache miss
 // on the old value when it can: blind Puts of 1M keys took 40% more CPU
-// that way.)
-func (t *tree) set(ik, v []byte) {
+// that way.) With index, a new item goes into the entry index: an Update
+// that creates an entry, which a stream job reads and writes again (a
+// count per window), as cow's Update does; a Put's items, timers among
+// them, often are not read again, and are indexed by the reads that find
+// them.
+func (t *tree) set(ik, v []byte, index bool) {
 	var p item
 	p.setProbe(ik)
 	if t.hotOK && int(t.hot.vl) == len(v) && t.isHot(&p, ik) && !t.frozen(t.hot.ref) {
@@ -190,7 +194,9 @@ func (t *tree) set(ik, v []byte) {
 	t.hotOK = false
 	t.key = ik
 	t.fill(&p, ik, v)
-	if old, ok := t.bt.Set(p); ok {
+	old, ok := t.bt.Set(p)
+	switch {
+	case ok:
 		// The item moved to its new region: its record, if any, follows.
 		var pr entryidx.Probe
 		if t.idx.Len() > 0 && t.indexed(&pr, &p, ik) {
@@ -198,6 +204,13 @@ func (t *tree) set(ik, v []byte) {
 			r.Ref, r.Aux = p.ref, p.vl
 		}
 		t.drop(old)
+	case index && !t.noIdx && entryidx.Indexable(ik, nil):
+		// A new item: the index takes it, if the read-modify-write that
+		// made it will come back to it.
+		var pr entryidx.Probe
+		if !t.indexed(&pr, &p, ik) {
+			t.idx.Add(&pr, p.ref, p.vl, 4*(t.Used-t.garbage))
+		}
 	}
 }
 
