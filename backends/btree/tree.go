@@ -205,11 +205,11 @@ func (t *tree) set(ik, v []byte, index bool) {
 		}
 		t.drop(old)
 	case index && !t.noIdx && entryidx.Indexable(ik, nil):
-		// A new item: the index takes it, if the read-modify-write that
-		// made it will come back to it.
+		// A new item, which the index cannot hold yet: the probe walks to
+		// where Add puts it.
 		var pr entryidx.Probe
 		if !t.indexed(&pr, &p, ik) {
-			t.idx.Add(&pr, p.ref, p.vl, 4*(t.Used-t.garbage))
+			t.idx.Add(&pr, p.ref, p.vl, t.idxBound())
 		}
 	}
 }
@@ -254,10 +254,14 @@ func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 	g.Count(false)
 	x, ok := t.bt.Get(p)
 	if ok {
-		t.idx.Add(&pr, x.ref, x.vl, 4*(t.Used-t.garbage))
+		t.idx.Add(&pr, x.ref, x.vl, t.idxBound())
 	}
 	return x, ok
 }
+
+// idxBound is the most bytes the tree's index may grow to: four times the
+// live bytes of its arena.
+func (t *tree) idxBound() int64 { return 4 * (t.Used - t.garbage) }
 
 // indexed starts pr, a search of the entry index for item key ik, whose
 // probe is p, and reports whether the index holds the item (then pr.Rec

@@ -136,7 +136,7 @@
 //	go test -run='^$' -bench=Nexmark -benchmem -count=10 ./benchmarks/nexmark/ > nexmark.txt
 //	go tool benchstat -col /backend nexmark.txt
 //	go run ./benchmarks/cmd/benchreport compare-backends -ref plain -units events/s,allocs/event nexmark.txt
-//	go run ./benchmarks/cmd/benchreport compare-backends -ref cow -units speed-vs-plain nexmark.txt
+//	go run ./benchmarks/cmd/benchreport compare-backends -ref= -units speed-vs-plain nexmark.txt
 //
 // STATEGEN_NEXMARK_EVENTS (EventsEnv) sets the events of a pass: 200000,
 // 200K, 1M (1<<20); default DefaultEvents (200K), SmokeEvents (20K) under
