@@ -35,7 +35,11 @@ type handle[K, N any] struct {
 // bind validates spec and ttl, registers spec (with ttl's duration) with s
 // and fills in the handle's shared fields. It returns the registered
 // state, behind its TTL decorator if ttl is enabled (see ttl.go).
-func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ttl TTL) (State, error) {
+//
+// A state without TTL whose descriptor makes tables (typed, not nil) is
+// registered through TableHost.HostTable when s is a TableHost: the
+// caller then checks whether the State it gets is a table of its types.
+func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ttl TTL, typed func(StateSpec, TableEnv) (Table, error)) (State, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: state %q: nil store", ErrInvalidState, spec.Name)
 	}
@@ -49,7 +53,13 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 		return nil, err
 	}
 	spec.TTL = ttl.Duration
-	st, err := s.Register(spec)
+	var st State
+	var err error
+	if host, ok := s.(TableHost); ok && typed != nil && !ttl.Enabled() {
+		st, err = host.HostTable(spec, typed)
+	} else {
+		st, err = s.Register(spec)
+	}
 	if err != nil {
 		return nil, err
 	}

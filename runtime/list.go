@@ -151,7 +151,7 @@ func bindList[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[
 		return nil, nilCodecError(spec.Name, "value")
 	}
 	h := new(listHandle[K, N, V])
-	st, err := h.bind(s, spec, kc, nc, ttl)
+	st, err := h.bind(s, spec, kc, nc, ttl, nil)
 	if err != nil {
 		return nil, err
 	}

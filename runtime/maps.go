@@ -132,7 +132,7 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 		return nil, nilCodecError(spec.Name, "value")
 	}
 	h := new(mapHandle[K, N, UK, V])
-	st, err := h.bind(s, spec, kc, nc, ttl)
+	st, err := h.bind(s, spec, kc, nc, ttl, nil)
 	if err != nil {
 		return nil, err
 	}

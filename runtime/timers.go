@@ -235,7 +235,7 @@ func NewTimers[K, N any](s Store, d TimersDescriptor[K, N]) (Timers[K, N], error
 		return Timers[K, N]{}, nilCodecError(d.Name, "namespace")
 	}
 	h := new(timersHandle[K, N])
-	st, err := h.bind(s, spec, d.Key, d.Namespace, TTL{})
+	st, err := h.bind(s, spec, d.Key, d.Namespace, TTL{}, nil)
 	if err != nil {
 		return Timers[K, N]{}, err
 	}

@@ -11,6 +11,10 @@ type ValueDescriptor[K, V any] struct {
 	TTL         TTL           // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]   // order-preserving key codec
 	Value       ValueCodec[V] // value codec
+	// Typed, if set (TypedValues), lets a store that can (TableHost:
+	// backends/cow) keep the state as Go values rather than bytes, when it
+	// has no TTL. stategen sets it whenever K and V allow it.
+	Typed TypedTable[K, V]
 }
 
 // SubKeyedValueDescriptor describes a sub-keyed value state: one V per
@@ -34,15 +38,22 @@ type valueHandle[K, N, V any] struct {
 	vc   ValueCodec[V]
 	into IntoDecoder[V] // vc, if it decodes into a value (GetInto)
 	updc updateCall[V]  // the Update in progress, if upd
+	// typed is st as a table of Go values (see TypedTable), if it is one:
+	// the handle then reads and writes it without encoding values.
+	typed typedValue[K, V]
 }
 
-func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V], ttl TTL) (*valueHandle[K, N, V], error) {
+func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], vc ValueCodec[V], ttl TTL, typed TypedTable[K, V]) (*valueHandle[K, N, V], error) {
 	spec.Kind = KindValue
 	h := new(valueHandle[K, N, V])
 	if vc == nil {
 		return nil, nilCodecError(spec.Name, "value")
 	}
-	st, err := h.bind(s, spec, kc, nc, ttl)
+	var mk func(StateSpec, TableEnv) (Table, error)
+	if typed.mk != nil && kc != nil {
+		mk = func(spec StateSpec, env TableEnv) (Table, error) { return typed.mk(spec, env, kc, vc) }
+	}
+	st, err := h.bind(s, spec, kc, nc, ttl, mk)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +62,7 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 		return nil, wrongStateType(spec, st)
 	}
 	h.st, h.vc = vs, vc
+	h.typed, _ = st.(typedValue[K, V])
 	h.into, _ = vc.(IntoDecoder[V])
 	if h.upd, _ = vs.(ValueUpdater); h.upd != nil {
 		h.updc.init(spec.Name, vc)
@@ -63,6 +75,9 @@ func bindValue[K, N, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 // returning a V keeps a large V from being copied through every frame.)
 // dst does not escape: Get's result stays on its caller's stack.
 func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
+	if h.typed != nil {
+		return h.tget(k, n, dst)
+	}
 	b, ok, err := h.lookup(k, n)
 	if err != nil || !ok {
 		return false, err
@@ -77,6 +92,9 @@ func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
 // IntoDecoder). It is a function of its own because passing dst to the
 // IntoDecoder makes it escape, which get must not.
 func (h *valueHandle[K, N, V]) getInto(k K, n N, dst *V) (bool, error) {
+	if h.typed != nil {
+		return h.tget(k, n, dst)
+	}
 	b, ok, err := h.lookup(k, n)
 	if err != nil || !ok {
 		return false, err
@@ -112,9 +130,57 @@ func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
 	return b, ok, nil
 }
 
+// tget is get on a table of Go values: the value is copied, not decoded.
+func (h *valueHandle[K, N, V]) tget(k K, n N, dst *V) (bool, error) {
+	var key Key
+	h.key(&key, k, n)
+	v, ok, err := h.typed.tget(&key, k)
+	if err != nil {
+		return false, h.errorf("get", err)
+	}
+	if ok {
+		*dst = v
+	}
+	return ok, nil
+}
+
+// contains reports whether (k, n) has a value (Contains).
+func (h *valueHandle[K, N, V]) contains(k K, n N) (bool, error) {
+	if h.typed == nil {
+		_, ok, err := h.lookup(k, n)
+		return ok, err
+	}
+	var key Key
+	h.key(&key, k, n)
+	ok, err := h.typed.tcontains(&key, k)
+	if err != nil {
+		return false, h.errorf("get", err)
+	}
+	return ok, nil
+}
+
+// del removes the value of (k, n) (Delete).
+func (h *valueHandle[K, N, V]) del(k K, n N) error {
+	if h.typed == nil {
+		return h.clear(h.st, k, n)
+	}
+	var key Key
+	h.key(&key, k, n)
+	if err := h.typed.tdelete(&key, k); err != nil {
+		return h.errorf("clear", err)
+	}
+	return nil
+}
+
 func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
 	var key Key
 	h.key(&key, k, n)
+	if h.typed != nil {
+		if err := h.typed.tput(&key, k, v); err != nil {
+			return h.errorf("put", err)
+		}
+		return nil
+	}
 	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
 	if err := h.st.Put(key, h.vbuf); err != nil {
 		return h.errorf("put", err)
@@ -127,6 +193,14 @@ func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
 func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) error {
 	if fn == nil {
 		return h.errorf("update", fmt.Errorf("nil callback"))
+	}
+	if h.typed != nil {
+		var key Key
+		h.key(&key, k, n)
+		if err := h.typed.tupdate(&key, k, fn); err != nil {
+			return h.errorf("update", err)
+		}
+		return nil
 	}
 	if h.upd == nil {
 		var old V
@@ -155,7 +229,7 @@ type Value[K, V any] struct{ h *valueHandle[K, noNS, V] }
 
 // NewValue registers d with s and returns its handle.
 func NewValue[K, V any](s Store, d ValueDescriptor[K, V]) (Value[K, V], error) {
-	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations}, d.Key, nil, d.Value, d.TTL)
+	h, err := bindValue[K, noNS, V](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations}, d.Key, nil, d.Value, d.TTL, d.Typed)
 	return Value[K, V]{h}, err
 }
 
@@ -189,8 +263,7 @@ func (v Value[K, V]) Contains(k K) (bool, error) {
 	if v.h == nil {
 		return false, ErrUnbound
 	}
-	_, ok, err := v.h.lookup(k, noNS{})
-	return ok, err
+	return v.h.contains(k, noNS{})
 }
 
 // Put sets the value of k, replacing any previous value.
@@ -219,7 +292,7 @@ func (v Value[K, V]) Delete(k K) error {
 	if v.h == nil {
 		return ErrUnbound
 	}
-	return v.h.clear(v.h.st, k, noNS{})
+	return v.h.del(k, noNS{})
 }
 
 // Spec returns the state's spec; the zero Value returns the zero spec.
@@ -236,7 +309,7 @@ type SubKeyedValue[K, N, V any] struct{ h *valueHandle[K, N, V] }
 
 // NewSubKeyedValue registers d with s and returns its handle.
 func NewSubKeyedValue[K, N, V any](s Store, d SubKeyedValueDescriptor[K, N, V]) (SubKeyedValue[K, N, V], error) {
-	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL)
+	h, err := bindValue(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, SubKeyed: true}, d.Key, d.Namespace, d.Value, d.TTL, TypedTable[K, V]{})
 	return SubKeyedValue[K, N, V]{h}, err
 }
 
@@ -264,8 +337,7 @@ func (v SubKeyedValue[K, N, V]) Contains(k K, n N) (bool, error) {
 	if v.h == nil {
 		return false, ErrUnbound
 	}
-	_, ok, err := v.h.lookup(k, n)
-	return ok, err
+	return v.h.contains(k, n)
 }
 
 // Put sets the value of (k, n), replacing any previous value.
@@ -289,7 +361,7 @@ func (v SubKeyedValue[K, N, V]) Delete(k K, n N) error {
 	if v.h == nil {
 		return ErrUnbound
 	}
-	return v.h.clear(v.h.st, k, n)
+	return v.h.del(k, n)
 }
 
 // Namespaces yields every namespace of k that has a value, in the backend's

@@ -40,12 +40,25 @@ func (s *Store) Restore(src runtime.View) error {
 	if err != nil {
 		return err
 	}
-	groups, specs := r.Groups, r.States
+	groups := r.Groups
+	// Hosted states load into their tables (host.go); the loader loads the
+	// others.
+	var specs []runtime.StateSpec
+	for _, spec := range r.States {
+		if !s.hosted(spec.Name) {
+			specs = append(specs, spec)
+		}
+	}
 	tabs, err := s.loadAll(src, specs, groups)
 	if err != nil {
 		return err
 	}
+	installHosted, err := s.loadHosted(src, r.States, groups)
+	if err != nil {
+		return err
+	}
 	// Every key group loaded: install the tables.
+	installHosted()
 	for i, spec := range specs {
 		if _, ok := s.states[spec.Name]; !ok {
 			s.create(spec)
@@ -67,6 +80,9 @@ func (s *Store) target() storekit.Target {
 		Config:     s.cfg,
 		Registered: storekit.Specs(s.states, func(st *state) runtime.StateSpec { return st.spec }),
 		Occupied: func(name string, kg int) (bool, error) {
+			if st := s.states[name]; st.tab != nil {
+				return st.tab.Occupied(kg), nil
+			}
 			t := s.states[name].tabs[kg-s.cfg.KeyGroups.Start]
 			return t != nil && !t.empty(), nil
 		},

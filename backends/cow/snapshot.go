@@ -28,7 +28,8 @@ type snapshot struct {
 
 type stateView struct {
 	spec srt.StateSpec
-	tabs []*tableView // by key group - start; nil for empty tables, or all of them
+	tabs []*tableView  // by key group - start; nil for empty tables, or all of them
+	tab  srt.TableView // the frozen table of a hosted state
 }
 
 // tableView is a snapshot's view of one table: its roots as they were at
@@ -246,6 +247,9 @@ func (sn *snapshot) Scan(name string, kg int, fn func(srt.Entry) error) error {
 	if !sn.groups.Contains(kg) {
 		return fmt.Errorf("%w: state %q: key group %d is not in the snapshot's key groups %v",
 			srt.ErrKeyGroupNotOwned, name, kg, sn.groups)
+	}
+	if sv.tab != nil {
+		return sv.tab.Scan(kg, fn)
 	}
 	if sv.tabs == nil {
 		return nil

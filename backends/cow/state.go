@@ -18,6 +18,12 @@ type state struct {
 	tabs  []*table
 	start int           // the first owned key group: tabs[kg-start] is kg's table
 	gate  entryidx.Gate // whether map reads use the entry index
+	// tab is the table of Go values the state is kept in if it is hosted
+	// (see host.go); its tabs are then empty.
+	tab runtime.Table
+	// handed is set once Register or HostTable has returned the state: a
+	// handle may hold it, so it is never made a table from then on.
+	handed bool
 }
 
 // hash returns the hash of k's entry in the main table: the key's stable

@@ -72,9 +72,12 @@ func (s *Store) Register(spec runtime.StateSpec) (runtime.State, error) {
 	case err != nil:
 		return nil, err
 	case existing:
+		s.states[spec.Name].handed = true
 		return s.handles[spec.Name], nil
 	}
-	return s.create(spec), nil
+	h := s.create(spec)
+	s.states[spec.Name].handed = true
+	return h, nil
 }
 
 func (s *Store) create(spec runtime.StateSpec) runtime.State {
@@ -134,6 +137,9 @@ func (s *Store) Snapshot() (runtime.Snapshot, error) {
 	s.seq = snap.lease.Seq()
 	for name, st := range s.states {
 		sv := &stateView{spec: st.spec}
+		if st.tab != nil {
+			sv.tab = st.tab.Freeze(snap.lease)
+		}
 		for i, t := range st.tabs {
 			if t == nil {
 				continue
@@ -167,6 +173,9 @@ func (s *Store) Close() error {
 	runtime.ReleaseOperatorStates(s)
 	for _, st := range s.states {
 		clear(st.tabs)
+		if st.tab != nil {
+			st.tab.Drop()
+		}
 	}
 	return nil
 }
