@@ -13,7 +13,10 @@ package benchmarks
 //	BenchmarkFlatGet/key=string/backend=gomap-rwmutex/keys=1M
 //
 // gomap is a plain map; gomap-rwmutex guards it with a sync.RWMutex, as a
-// map shared with a checkpointing goroutine must be.
+// map shared with a checkpointing goroutine must be. cow keeps the values
+// as Go values (the descriptors stategen generates set Typed:
+// runtime.TypedValues); cow-bytes is the same state on cow kept as bytes,
+// its descriptors without Typed, as every other backend keeps it.
 //
 // The keys are put in one random order and read in another, each put with
 // a string key of its own: as in a job, where a key is stored when its
@@ -110,6 +113,17 @@ func flatTargets[K flatKey](b *testing.B, keys []K, st func(*flat.State) runtime
 	check(b, err)
 	state, err := flat.OpenState(s)
 	check(b, err)
+	// cow-bytes: the same state kept as bytes, as without the typed path
+	// (the descriptors without Typed).
+	bs, err := cow.New(cow.Options{})
+	check(b, err)
+	d := flat.DescribeState()
+	d.ByInt.Typed, d.ByString.Typed = runtime.TypedTable[int64, flat.Value]{}, runtime.TypedTable[string, flat.Value]{}
+	bstate := new(flat.State)
+	bstate.ByInt, err = runtime.NewValue(bs, d.ByInt)
+	check(b, err)
+	bstate.ByString, err = runtime.NewValue(bs, d.ByString)
+	check(b, err)
 	fill := perm(len(keys), 3)
 	m := make(flatMap[K], len(keys))
 	locked := &flatLocked[K]{m: make(map[K]flat.Value, len(keys))}
@@ -119,6 +133,7 @@ func flatTargets[K flatKey](b *testing.B, keys []K, st func(*flat.State) runtime
 		done func()
 	}{
 		{"cow", flatStore[K]{st(state)}, func() { check(b, s.Close()) }},
+		{"cow-bytes", flatStore[K]{st(bstate)}, func() { check(b, bs.Close()) }},
 		{"gomap", m, func() {}},
 		{"gomap-rwmutex", locked, func() {}},
 	}

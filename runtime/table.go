@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
 )
 
@@ -66,6 +65,8 @@ type TableEnv struct {
 	Iterating *int
 	// CheckKey checks a Key before an operation (storekit.CheckKey).
 	CheckKey func(cfg *StoreConfig, spec *StateSpec, k *Key, usesNS bool) error
+	// CheckGroup checks a key group (storekit.CheckGroup).
+	CheckGroup func(cfg *StoreConfig, state string, kg int) error
 	// CheckKeys checks the arguments of State.Keys (storekit.CheckKeys).
 	CheckKeys func(cfg *StoreConfig, name string, closed bool, kg int, fn func(key []byte) bool) error
 }
@@ -132,32 +133,38 @@ type TypedTable[K, V any] struct {
 // TypedValues returns the TypedTable of a keyed value state with key type
 // K and value type V, which stategen sets in the descriptors it generates
 // whenever the types allow it. They allow it when two keys are equal (==)
-// exactly when their encodings are — K is made of booleans, integers and
-// strings, in structs and arrays, with no floating-point number (NaN,
-// -0), pointer or interface — and when a copy of a V shares nothing that
+// exactly when their encodings are, and a key is compared without reading
+// memory elsewhere — K is made of booleans and integers, in structs and
+// arrays, with no floating-point number (NaN, -0), string, pointer or
+// interface — and when a copy of a V shares nothing that
 // the copy's owner could change — V is made of booleans, numbers and
 // strings, in structs and arrays, with no slice, map, pointer, channel,
-// function, interface or unexported field. A state whose types do not
+// function or interface. Neither may have an unexported field (blank ones
+// aside), which a codec might not encode: the Go value would then keep
+// what a restore loses. A state whose types do not
 // allow it fails to bind with ErrInvalidState, naming the type at fault.
 func TypedValues[K comparable, V any]() TypedTable[K, V] {
 	return TypedTable[K, V]{mk: newValueTable[K, V]}
 }
 
-// typedValue is the typed side of a value table, as a handle calls it: k
-// is the Key of key, built by the handle. tget returns the value rather
-// than write it through a pointer, which would make the pointer escape
-// (the compiler cannot see through the interface): a Get's result stays on
-// its caller's stack.
+// typedValue is the typed side of a value table, as a handle calls it: kg
+// and hash are the key group and HashKey of key, which the handle has
+// encoded and hashed (its
+// Key is right by construction: the handle's maxParallelism is the
+// store's, and a keyed handle makes no namespace). No pointer goes through
+// these calls, which the compiler cannot see through: a pointer passed
+// would escape, and its variable be allocated on the heap at every call
+// (a Key is 64 bytes). tget returns the value for the same reason.
 type typedValue[K, V any] interface {
-	tget(k *Key, key K) (V, bool, error)
-	tcontains(k *Key, key K) (bool, error)
-	tput(k *Key, key K, v V) error
-	tupdate(k *Key, key K, fn func(old V, found bool) V) error
-	tdelete(k *Key, key K) error
+	tget(kg int, hash uint64, key K) (V, bool, error)
+	tcontains(kg int, hash uint64, key K) (bool, error)
+	tput(kg int, hash uint64, key K, v V) error
+	tupdate(kg int, hash uint64, key K, fn func(old V, found bool) V) error
+	tdelete(kg int, hash uint64, key K) error
 }
 
-// valueTable is the Table of a keyed value state: a map per owned key
-// group.
+// valueTable is the Table of a keyed value state: a hash table of Go
+// values (otab) per owned key group.
 type valueTable[K comparable, V any] struct {
 	spec   StateSpec
 	env    TableEnv
@@ -170,10 +177,10 @@ type valueTable[K comparable, V any] struct {
 	kbuf   []byte // a key re-encoded to check it (canonical)
 }
 
-// valueGroup is one key group of a value table: its map, and the
-// snapshots that may be reading it.
+// valueGroup is one key group of a value table: its hash table, and the
+// snapshots that may be reading its slots.
 type valueGroup[K comparable, V any] struct {
-	m       map[K]V
+	m       otab[K, V]
 	holders []TableLease
 }
 
@@ -204,7 +211,12 @@ func newValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCode
 func goValueSafe(t reflect.Type, key bool) error {
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr, reflect.String:
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return nil
+	case reflect.String:
+		if key {
+			return fmt.Errorf("%v is a string, whose bytes a table would read from elsewhere at every lookup (a cow state keeps them in its records)", t)
+		}
 		return nil
 	case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
 		if key {
@@ -216,6 +228,9 @@ func goValueSafe(t reflect.Type, key bool) error {
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
+			if f.Name == "_" {
+				continue // no code reads it: a copy's is no one's
+			}
 			if !f.IsExported() {
 				return fmt.Errorf("%v has an unexported field %s", t, f.Name)
 			}
@@ -245,20 +260,33 @@ func (t *valueTable[K, V]) check(k *Key, write bool) error {
 	return nil
 }
 
-// group returns k's key group, checked.
-func (t *valueTable[K, V]) group(k *Key, write bool) (*valueGroup[K, V], error) {
-	if err := t.check(k, write); err != nil {
-		return nil, err
+// group returns key group kg, checked: the store is open, kg is owned,
+// and a write is not made from inside an iteration.
+func (t *valueTable[K, V]) group(kg int, write bool) (*valueGroup[K, V], error) {
+	i := kg - t.start
+	if *t.env.Closed || uint(i) >= uint(len(t.groups)) || write && *t.env.Iterating > 0 {
+		return nil, t.groupError(kg, write)
 	}
-	g := &t.groups[k.Group()-t.start]
+	g := &t.groups[i]
 	if write {
 		g.own()
 	}
 	return g, nil
 }
 
-// own makes g's map the table's own to write: a copy if a live snapshot
-// may be reading it, a new map if it has none.
+// groupError is group's failure.
+func (t *valueTable[K, V]) groupError(kg int, write bool) error {
+	if *t.env.Closed {
+		return fmt.Errorf("%w: state %q", ErrClosed, t.spec.Name)
+	}
+	if err := t.env.CheckGroup(&t.env.Config, t.spec.Name, kg); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: state %q", ErrWriteDuringIteration, t.spec.Name)
+}
+
+// own makes g's slots the table's own to write: a copy if a live snapshot
+// may be reading them.
 func (g *valueGroup[K, V]) own() {
 	if len(g.holders) != 0 {
 		held := false
@@ -271,64 +299,60 @@ func (g *valueGroup[K, V]) own() {
 		clear(g.holders)
 		g.holders = g.holders[:0]
 		if held {
-			g.m = maps.Clone(g.m)
+			g.m = g.m.clone()
 		}
-	}
-	if g.m == nil {
-		g.m = make(map[K]V)
 	}
 }
 
-func (t *valueTable[K, V]) tget(k *Key, key K) (V, bool, error) {
-	g, err := t.group(k, false)
+func (t *valueTable[K, V]) tget(kg int, hash uint64, key K) (V, bool, error) {
+	g, err := t.group(kg, false)
 	if err != nil {
 		var zero V
 		return zero, false, err
 	}
-	v, ok := g.m[key]
+	v, ok := g.m.get(hash, key)
 	return v, ok, nil
 }
 
-func (t *valueTable[K, V]) tcontains(k *Key, key K) (bool, error) {
-	g, err := t.group(k, false)
+func (t *valueTable[K, V]) tcontains(kg int, hash uint64, key K) (bool, error) {
+	g, err := t.group(kg, false)
 	if err != nil {
 		return false, err
 	}
-	_, ok := g.m[key]
-	return ok, nil
+	return g.m.find(hash, key) >= 0, nil
 }
 
-func (t *valueTable[K, V]) tput(k *Key, key K, v V) error {
-	g, err := t.group(k, true)
+func (t *valueTable[K, V]) tput(kg int, hash uint64, key K, v V) error {
+	g, err := t.group(kg, true)
 	if err != nil {
 		return err
 	}
-	g.m[key] = v
+	g.m.put(hash, key, v)
 	return nil
 }
 
-func (t *valueTable[K, V]) tupdate(k *Key, key K, fn func(old V, found bool) V) error {
-	g, err := t.group(k, true)
+func (t *valueTable[K, V]) tupdate(kg int, hash uint64, key K, fn func(old V, found bool) V) error {
+	g, err := t.group(kg, true)
 	if err != nil {
 		return err
 	}
-	old, found := g.m[key]
+	old, found := g.m.get(hash, key)
 	// fn must not write to the store, as in every ValueUpdater; it may
 	// take a snapshot, which own then copies the map for.
 	*t.env.Iterating++
 	defer func() { *t.env.Iterating-- }()
 	nv := fn(old, found)
 	g.own()
-	g.m[key] = nv
+	g.m.put(hash, key, nv)
 	return nil
 }
 
-func (t *valueTable[K, V]) tdelete(k *Key, key K) error {
-	g, err := t.group(k, true)
+func (t *valueTable[K, V]) tdelete(kg int, hash uint64, key K) error {
+	g, err := t.group(kg, true)
 	if err != nil {
 		return err
 	}
-	delete(g.m, key)
+	g.m.del(hash, key)
 	return nil
 }
 
@@ -370,7 +394,7 @@ func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	v, ok := t.groups[k.Group()-t.start].m[key]
+	v, ok := t.groups[k.Group()-t.start].m.get(k.Hash(), key)
 	if !ok {
 		return nil, false, nil
 	}
@@ -391,7 +415,7 @@ func (t *valueTable[K, V]) Put(k Key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.tput(&k, key, v)
+	return t.tput(k.Group(), k.Hash(), key, v)
 }
 
 // Update implements ValueUpdater: fn sees the encoded old value, and its
@@ -408,7 +432,7 @@ func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte
 		return err
 	}
 	var old []byte
-	v, found := t.groups[k.Group()-t.start].m[key]
+	v, found := t.groups[k.Group()-t.start].m.get(k.Hash(), key)
 	if found {
 		// Not t.buf: fn may Get other entries while it reads old.
 		t.ubuf = t.vc.AppendValue(t.ubuf[:0], v)
@@ -423,7 +447,7 @@ func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte
 	if v, err = t.decodeValue(nb); err != nil {
 		return err
 	}
-	return t.tput(&k, key, v)
+	return t.tput(k.Group(), k.Hash(), key, v)
 }
 
 // CheckWrite implements WriteChecker.
@@ -438,7 +462,7 @@ func (t *valueTable[K, V]) Clear(k Key) error {
 	if err != nil {
 		return err
 	}
-	return t.tdelete(&k, key)
+	return t.tdelete(k.Group(), k.Hash(), key)
 }
 
 // Namespaces implements State: the empty namespace if k has a value.
@@ -451,7 +475,7 @@ func (t *valueTable[K, V]) Namespaces(k Key, fn func(ns []byte) bool) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := t.groups[k.Group()-t.start].m[key]; ok {
+	if t.groups[k.Group()-t.start].m.find(k.Hash(), key) >= 0 {
 		*t.env.Iterating++
 		defer func() { *t.env.Iterating-- }()
 		fn([]byte{})
@@ -471,7 +495,7 @@ func (t *valueTable[K, V]) Keys(kg int, fn func(key []byte) bool) error {
 	*t.env.Iterating++
 	defer func() { *t.env.Iterating-- }()
 	var buf []byte
-	for key := range t.groups[kg-t.start].m {
+	for key := range t.groups[kg-t.start].m.all {
 		buf = t.kc.AppendKey(buf[:0], key)
 		if !fn(buf[:len(buf):len(buf)]) {
 			break
@@ -481,18 +505,18 @@ func (t *valueTable[K, V]) Keys(kg int, fn func(key []byte) bool) error {
 }
 
 // Occupied implements Table.
-func (t *valueTable[K, V]) Occupied(kg int) bool { return len(t.groups[kg-t.start].m) != 0 }
+func (t *valueTable[K, V]) Occupied(kg int) bool { return t.groups[kg-t.start].m.n != 0 }
 
 // Drop implements Table.
 func (t *valueTable[K, V]) Drop() { clear(t.groups) }
 
-// Load implements Table: it decodes every entry into a new map per key
-// group; install installs the maps.
+// Load implements Table: it decodes every entry into a new hash table per
+// key group; install installs them.
 func (t *valueTable[K, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(Entry) error) error) (func(), error) {
-	loaded := make([]map[K]V, groups.Len())
+	loaded := make([]otab[K, V], groups.Len())
 	var buf []byte
 	for kg := range groups.All() {
-		m := make(map[K]V)
+		m := &loaded[kg-groups.Start]
 		err := scan(kg, func(e Entry) error {
 			key, err := decodeKeyAll(t.kc, e.Key)
 			if err == nil {
@@ -507,51 +531,52 @@ func (t *valueTable[K, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(
 			if err != nil {
 				return fmt.Errorf("%w: state %q, key group %d: value of key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
 			}
-			if _, dup := m[key]; dup {
+			p, dup := m.slot(HashKey(e.Key), key)
+			if dup {
 				return fmt.Errorf("%w: state %q, key group %d: key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key)
 			}
-			m[key] = v
+			*p = v
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		loaded[kg-groups.Start] = m
 	}
 	return func() {
 		for kg := range groups.All() {
-			if m := loaded[kg-groups.Start]; len(m) != 0 {
+			if m := loaded[kg-groups.Start]; m.n != 0 {
 				g := &t.groups[kg-t.start]
-				g.own() // drops the holders of the empty map it replaces
+				g.own() // drops the holders of the empty table it replaces
 				g.m = m
 			}
 		}
 	}, nil
 }
 
-// Freeze implements Table: every non-empty map becomes the view's, and
-// is copied before the table next writes it while l is live.
+// Freeze implements Table: the slots of every non-empty key group become
+// the view's, and are copied before the table next writes them while l
+// is live.
 func (t *valueTable[K, V]) Freeze(l TableLease) TableView {
-	v := &valueView[K, V]{t: t, lease: l, start: t.start, maps: make([]map[K]V, len(t.groups))}
+	v := &valueView[K, V]{t: t, lease: l, start: t.start, tabs: make([]otab[K, V], len(t.groups))}
 	for i := range t.groups {
 		g := &t.groups[i]
-		if len(g.m) == 0 {
+		if g.m.n == 0 {
 			continue
 		}
-		v.maps[i] = g.m
+		v.tabs[i] = g.m
 		g.holders = append(g.holders, l)
 	}
 	return v
 }
 
-// valueView is a frozen value table. Its maps are never written again
+// valueView is a frozen value table. Its slots are never written again
 // while its lease is live; it reads only the table's codecs and spec,
 // which never change.
 type valueView[K comparable, V any] struct {
 	t     *valueTable[K, V]
 	lease TableLease
 	start int
-	maps  []map[K]V
+	tabs  []otab[K, V]
 }
 
 // scanCheckEvery is how many entries a Scan visits between two checks
@@ -563,7 +588,7 @@ func (v *valueView[K, V]) Scan(kg int, fn func(Entry) error) error {
 	var kb, vb [64]byte
 	var e Entry
 	n := 0
-	for key, val := range v.maps[kg-v.start] {
+	for key, val := range v.tabs[kg-v.start].all {
 		if n++; n%scanCheckEvery == 0 && v.lease.Released() {
 			return v.lease.ErrReleasedDuringScan(v.t.spec.Name)
 		}

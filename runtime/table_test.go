@@ -320,7 +320,8 @@ func TestTypedValuesElsewhere(t *testing.T) {
 }
 
 // TestTypedValuesRefuseUnsafeTypes: TypedValues of types whose Go values
-// would not behave as their encodings — float keys (NaN, -0), pointers,
+// would not behave as their encodings — float keys (NaN, -0), string keys
+// (whose bytes a lookup would read from elsewhere), pointers,
 // values that share slices or maps or hide unexported fields — fails to
 // bind with ErrInvalidState naming the type at fault, rather than keep
 // state that would differ after a restore.
@@ -344,6 +345,10 @@ func TestTypedValuesRefuseUnsafeTypes(t *testing.T) {
 			_, err := runtime.NewValue(s, runtime.ValueDescriptor[float64, int64]{Name: n, Key: runtime.Float64Codec{}, Value: runtime.Int64Codec{}, Typed: runtime.TypedValues[float64, int64]()})
 			return err
 		}},
+		{"string key", "string", func(n string) error {
+			_, err := runtime.NewValue(s, runtime.ValueDescriptor[string, int64]{Name: n, Key: runtime.StringCodec{}, Value: runtime.Int64Codec{}, Typed: runtime.TypedValues[string, int64]()})
+			return err
+		}},
 		{"slice in value", "[]uint8", func(n string) error {
 			_, err := runtime.NewValue(s, runtime.ValueDescriptor[int64, withSlice]{Name: n, Key: runtime.Int64Codec{}, Value: nopCodec[withSlice]{}, Typed: runtime.TypedValues[int64, withSlice]()})
 			return err
@@ -362,8 +367,8 @@ func TestTypedValuesRefuseUnsafeTypes(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidState naming %s", c.name, err, c.want)
 		}
 	}
-	if _, err := runtime.NewValue(s, runtime.ValueDescriptor[string, okStruct]{Name: "ok", Key: runtime.StringCodec{}, Value: nopCodec[okStruct]{}, Typed: runtime.TypedValues[string, okStruct]()}); err != nil {
-		t.Fatalf("strings, arrays and floats in a value: %v", err)
+	if _, err := runtime.NewValue(s, runtime.ValueDescriptor[[2]int64, okStruct]{Name: "ok", Key: nopCodec[[2]int64]{}, Value: nopCodec[okStruct]{}, Typed: runtime.TypedValues[[2]int64, okStruct]()}); err != nil {
+		t.Fatalf("an array key, strings, arrays and floats in a value: %v", err)
 	}
 	if !isTable(t, s, "ok") {
 		t.Fatal("the state of safe types is not a table")
@@ -375,6 +380,11 @@ func TestTypedValuesRefuseUnsafeTypes(t *testing.T) {
 type nopCodec[T any] struct{}
 
 func (nopCodec[T]) AppendValue(dst []byte, _ T) []byte { return dst }
+func (nopCodec[T]) AppendKey(dst []byte, _ T) []byte   { return dst }
+func (nopCodec[T]) DecodeKey(b []byte) (T, []byte, error) {
+	var v T
+	return v, b, nil
+}
 func (nopCodec[T]) DecodeValue(b []byte) (T, []byte, error) {
 	var v T
 	return v, b, nil

@@ -134,7 +134,7 @@ func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
 func (h *valueHandle[K, N, V]) tget(k K, n N, dst *V) (bool, error) {
 	var key Key
 	h.key(&key, k, n)
-	v, ok, err := h.typed.tget(&key, k)
+	v, ok, err := h.typed.tget(key.Group(), key.Hash(), k)
 	if err != nil {
 		return false, h.errorf("get", err)
 	}
@@ -152,7 +152,7 @@ func (h *valueHandle[K, N, V]) contains(k K, n N) (bool, error) {
 	}
 	var key Key
 	h.key(&key, k, n)
-	ok, err := h.typed.tcontains(&key, k)
+	ok, err := h.typed.tcontains(key.Group(), key.Hash(), k)
 	if err != nil {
 		return false, h.errorf("get", err)
 	}
@@ -166,7 +166,7 @@ func (h *valueHandle[K, N, V]) del(k K, n N) error {
 	}
 	var key Key
 	h.key(&key, k, n)
-	if err := h.typed.tdelete(&key, k); err != nil {
+	if err := h.typed.tdelete(key.Group(), key.Hash(), k); err != nil {
 		return h.errorf("clear", err)
 	}
 	return nil
@@ -176,7 +176,7 @@ func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
 	var key Key
 	h.key(&key, k, n)
 	if h.typed != nil {
-		if err := h.typed.tput(&key, k, v); err != nil {
+		if err := h.typed.tput(key.Group(), key.Hash(), k, v); err != nil {
 			return h.errorf("put", err)
 		}
 		return nil
@@ -197,7 +197,7 @@ func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) er
 	if h.typed != nil {
 		var key Key
 		h.key(&key, k, n)
-		if err := h.typed.tupdate(&key, k, fn); err != nil {
+		if err := h.typed.tupdate(key.Group(), key.Hash(), k, fn); err != nil {
 			return h.errorf("update", err)
 		}
 		return nil

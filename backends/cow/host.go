@@ -53,11 +53,12 @@ func (s *Store) HostTable(spec runtime.StateSpec, mk func(runtime.StateSpec, run
 // tableEnv is what the store lends the tables it hosts.
 func (s *Store) tableEnv() runtime.TableEnv {
 	return runtime.TableEnv{
-		Config:    s.cfg,
-		Closed:    &s.closed,
-		Iterating: &s.iterating,
-		CheckKey:  storekit.CheckKey,
-		CheckKeys: storekit.CheckKeys,
+		Config:     s.cfg,
+		Closed:     &s.closed,
+		Iterating:  &s.iterating,
+		CheckKey:   storekit.CheckKey,
+		CheckGroup: storekit.CheckGroup,
+		CheckKeys:  storekit.CheckKeys,
 	}
 }
 

@@ -1,6 +1,7 @@
 package cow_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stategen/stategen/checkpoint/checkpointtest"
@@ -10,14 +11,28 @@ import (
 	"github.com/stategen/stategen/runtime/storetest"
 )
 
-// rawCodec is the identity codec of strings: a key's or value's bytes are
-// the string. Over it, a hosted table of strings holds exactly the bytes
-// the conformance suite writes.
+// rawKey holds the bytes of a key inline, as the keys of a table must be
+// (no strings: runtime.TypedValues).
+type rawKey struct {
+	N uint8
+	B [64]byte
+}
+
+// rawCodec is the identity codec of keys and values: a key's or value's
+// bytes are the rawKey's or the string's. Over it, a hosted table holds
+// exactly the bytes the conformance suite writes.
 type rawCodec struct{}
 
-func (rawCodec) AppendKey(dst []byte, v string) []byte      { return append(dst, v...) }
-func (rawCodec) DecodeKey(b []byte) (string, []byte, error) { return string(b), nil, nil }
-func (rawCodec) AppendValue(dst []byte, v string) []byte    { return append(dst, v...) }
+func (rawCodec) AppendKey(dst []byte, k rawKey) []byte { return append(dst, k.B[:k.N]...) }
+func (rawCodec) DecodeKey(b []byte) (rawKey, []byte, error) {
+	var k rawKey
+	if len(b) > len(k.B) {
+		return k, nil, fmt.Errorf("rawCodec: a key of %d bytes, more than %d", len(b), len(k.B))
+	}
+	k.N = uint8(copy(k.B[:], b))
+	return k, nil, nil
+}
+func (rawCodec) AppendValue(dst []byte, v string) []byte { return append(dst, v...) }
 func (rawCodec) DecodeValue(b []byte) (string, []byte, error) {
 	return string(b), nil, nil
 }
@@ -32,9 +47,9 @@ type hostingStore struct{ *cow.Store }
 func (s hostingStore) Register(spec runtime.StateSpec) (runtime.State, error) {
 	if spec.Kind == runtime.KindValue && !spec.SubKeyed && spec.TTL == 0 {
 		// Errors are Register's too: it reports them below.
-		_, _ = runtime.NewValue(s.Store, runtime.ValueDescriptor[string, string]{
+		_, _ = runtime.NewValue(s.Store, runtime.ValueDescriptor[rawKey, string]{
 			Name: spec.Name, Fingerprint: spec.Fingerprint, Schema: spec.Schema, Migrations: spec.Migrations,
-			Key: rawCodec{}, Value: rawCodec{}, Typed: runtime.TypedValues[string, string](),
+			Key: rawCodec{}, Value: rawCodec{}, Typed: runtime.TypedValues[rawKey, string](),
 		})
 	}
 	return s.Store.Register(spec)

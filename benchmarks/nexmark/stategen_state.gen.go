@@ -30,6 +30,7 @@ func DescribeQ3State() Q3StateDescriptors {
 			Key:         runtime.Int64Codec{},
 			Name:        "q3-persons",
 			Schema:      "stategen/v1 value key=int64 value=struct{Name string;City string;State string}",
+			Typed:       runtime.TypedValues[int64, Q3Person](),
 			Value:       Q3PersonCodec{},
 		},
 		Pending: runtime.ListDescriptor[int64, int64]{
@@ -44,6 +45,7 @@ func DescribeQ3State() Q3StateDescriptors {
 			Key:         runtime.Int64Codec{},
 			Name:        "q3-expiry",
 			Schema:      "stategen/v1 value key=int64 value=int64",
+			Typed:       runtime.TypedValues[int64, int64](),
 			Value:       runtime.Int64Codec{},
 		},
 		Timers: runtime.TimersDescriptor[int64, int64]{
@@ -161,6 +163,7 @@ func DescribeQ7State() Q7StateDescriptors {
 			Key:         runtime.Int64Codec{},
 			Name:        "q7-max",
 			Schema:      "stategen/v1 value key=int64 value=int64",
+			Typed:       runtime.TypedValues[int64, int64](),
 			Value:       runtime.Int64Codec{},
 		},
 		Winners: runtime.ListDescriptor[int64, Q7Bid]{

@@ -524,6 +524,10 @@ func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
 		}
 		dict[jen.Id("Migrations")] = jen.Index().Qual(RuntimePath, "Migration").Values(ms...)
 	}
+	if st.Kind == model.KindValue && !st.SubKeyed && st.TTL == 0 && st.Key.GoValue(true) && st.Value.GoValue(false) {
+		// Kept as Go values on a store that can (runtime.TableHost).
+		dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedValues").Types(e.typ(st.Key), e.typ(st.Value)).Call()
+	}
 	targs = append(targs, e.typ(st.Value))
 	desc := ""
 	switch st.Kind {

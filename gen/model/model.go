@@ -155,6 +155,37 @@ func (t *Type) Base() *Type {
 // IsLeaf reports whether t's structure is a leaf kind.
 func (t *Type) IsLeaf() bool { return t.Base().Kind.IsLeaf() }
 
+// GoValue reports whether Go values of t behave as their encodings, so
+// that a state may keep them as Go values (runtime.TypedValues): as a key
+// (key), when == holds exactly when the encodings are equal and reads no
+// memory outside the value — no floating-point number, no string; as a
+// value, when a copy shares nothing its owner could change. Either way t
+// is made of booleans, numbers, durations and (in values) strings, in
+// arrays and structs whose fields are all exported (an unexported field is
+// one the runtime cannot check), with no []byte, slice, map, pointer or
+// time.Time (which holds a *time.Location).
+func (t *Type) GoValue(key bool) bool {
+	b := t.Base()
+	switch {
+	case b.Kind == Bytes || b.Kind == Time:
+		return false
+	case b.Kind.IsFloat() || b.Kind == String:
+		return !key
+	case b.Kind.IsLeaf():
+		return true
+	case b.Kind == Array:
+		return b.Elem.GoValue(key)
+	case b.Kind == Struct:
+		for _, f := range b.Fields {
+			if !token.IsExported(f.Name) || !f.Type.GoValue(key) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // ID returns a string that identifies t among all Go types: equal IDs mean
 // identical types. It spells the type in Go syntax with full import paths.
 func (t *Type) ID() string {

@@ -26,6 +26,7 @@ func DescribeState() StateDescriptors {
 			Key:         runtime.Int64Codec{},
 			Name:        "flat-by-int",
 			Schema:      "stategen/v1 value key=int64 value=struct{A int64;B int64;C int64}",
+			Typed:       runtime.TypedValues[int64, Value](),
 			Value:       ValueCodec{},
 		},
 		ByString: runtime.ValueDescriptor[string, Value]{
