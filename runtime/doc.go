@@ -77,6 +77,16 @@
 // delete or replace the entries it visits, as Flink's iterator.remove and
 // entry.setValue do.
 //
+// A keyed value state may be kept as Go values rather than bytes, where the
+// store can host it (TableHost: backends/cow) and its types allow it
+// (TypedValues, which stategen sets in the descriptors it generates): a
+// hash table of (hash, key, value) slots per key group, read and written
+// by the handle without encoding the value, frozen by a snapshot and
+// copied by key group on the next write, encoded only by the snapshot's
+// Scan and decoded by Restore (table.go). The checkpoint format, the rules
+// of the Store contract and every answer of the handle are those of the
+// bytes: only where the entries live in between changes.
+//
 // # What windows need
 //
 // Every handle lists its keys, per owned key group (KeysIn) or all of them

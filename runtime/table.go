@@ -6,19 +6,20 @@ import (
 )
 
 // This file holds the typed fast path of DESIGN.md §3: a keyed value state
-// kept as Go values, in a Go map per key group, by a store that hosts it.
+// kept as Go values, in a hash table per key group (otab), by a store that
+// hosts it.
 //
 // Every Store keeps its states as bytes, and a handle encodes a value on
 // every Put and decodes it on every Get. A store that implements TableHost
 // (backends/cow does) may instead hold a state as a Table the typed layer
 // made: a value state whose key type compares as its encoding does and
 // whose value type shares nothing mutable (TypedValues checks both) is then
-// a map[K]V per key group, and a handle's Get and Put are one map lookup
-// after the key's key group, with nothing encoded but the key (whose hash
-// picks the key group, as on every store).
+// a table of (hash, key, value) slots per key group, and a handle's Get and
+// Put are one probe after the key's key group, with nothing encoded but the
+// key (whose XXH64 picks the key group, as on every store, and the slot).
 //
 // The bytes come back wherever the Store contract meets the outside world:
-// a snapshot's Scan encodes the entries of the maps it froze, Restore
+// a snapshot's Scan encodes the entries of the slots it froze, Restore
 // decodes them, and the Table also answers every byte-level operation of a
 // ValueState (Register of the same state by a handle without TypedValues,
 // the conformance suite, tools), encoding and decoding as it goes. So the
@@ -27,12 +28,13 @@ import (
 //
 // Snapshots copy on write by key group. Freeze, the table's part of
 // Store.Snapshot, records in each non-empty key group that the snapshot
-// holds its map, in time O(key groups); the first write to that key group
-// while a snapshot that holds the map is live clones the map (maps.Clone),
-// and writes to the clone from then on. The async phase reads the frozen
-// maps, which no one writes again. A checkpoint thus costs at most one copy
-// of each key group written to while it is in flight — what encoding it
-// costs anyway — and a write after the checkpoint finished copies nothing.
+// holds its slots, in time O(key groups); the first write to that key
+// group while a snapshot that holds them is live copies the slots, and
+// writes to the copy from then on. The async phase reads the frozen slots,
+// which no one writes again. A checkpoint thus costs at most one copy of
+// each key group written to while it is in flight — a memory copy, less
+// than the encoding it costs anyway — and a write after the checkpoint
+// finished copies nothing.
 
 // TableHost is implemented by a Store that can keep a state as a Table
 // made by the typed layer (DESIGN.md §3's typed fast path). Handles whose

@@ -62,3 +62,44 @@ func TestMinSizeAndStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestGoValue: which types a state may keep as Go values
+// (runtime.TypedValues), as key and as value. It must agree with the
+// runtime's check of the same rules (runtime.goValueSafe), which refuses
+// at bind time a descriptor the generator would otherwise emit: the
+// generated packages' tests open every state they declare.
+func TestGoValue(t *testing.T) {
+	i64, str, f64 := &Type{Kind: Int64}, &Type{Kind: String}, &Type{Kind: Float64}
+	st := func(fields ...Field) *Type { return &Type{Kind: Struct, Fields: fields} }
+	named := func(under *Type) *Type { return &Type{Kind: Named, Pkg: "p", PkgName: "p", Name: "N", Under: under} }
+	cases := []struct {
+		t          *Type
+		key, value bool
+	}{
+		{i64, true, true},
+		{&Type{Kind: Bool}, true, true},
+		{&Type{Kind: Duration}, true, true},
+		{str, false, true},
+		{f64, false, true},
+		{&Type{Kind: Bytes}, false, false},
+		{&Type{Kind: Time}, false, false},
+		{named(&Type{Kind: Time}), false, false},
+		{&Type{Kind: Slice, Elem: i64}, false, false},
+		{&Type{Kind: Map, Key: i64, Elem: i64}, false, false},
+		{&Type{Kind: Pointer, Elem: i64}, false, false},
+		{&Type{Kind: Array, Len: 2, Elem: i64}, true, true},
+		{&Type{Kind: Array, Len: 2, Elem: str}, false, true},
+		{st(Field{Name: "A", Type: i64}, Field{Name: "B", Type: &Type{Kind: Uint8}}), true, true},
+		{named(st(Field{Name: "A", Type: i64}, Field{Name: "S", Type: str})), false, true},
+		{st(Field{Name: "a", Type: i64}), false, false},
+		{st(Field{Name: "A", Type: &Type{Kind: Slice, Elem: i64}}), false, false},
+	}
+	for _, c := range cases {
+		if got := c.t.GoValue(true); got != c.key {
+			t.Errorf("%s as a key: %v, want %v", c.t.ID(), got, c.key)
+		}
+		if got := c.t.GoValue(false); got != c.value {
+			t.Errorf("%s as a value: %v, want %v", c.t.ID(), got, c.value)
+		}
+	}
+}
