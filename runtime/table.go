@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"reflect"
+	"slices"
 )
 
 // This file holds the typed fast path of DESIGN.md §3: a keyed value state
@@ -566,6 +567,9 @@ func (t *valueTable[K, V]) Freeze(l TableLease) TableView {
 			continue
 		}
 		v.tabs[i] = g.m
+		// Forget the snapshots gone since (a key group no one writes
+		// would otherwise keep every snapshot's lease).
+		g.holders = slices.DeleteFunc(g.holders, TableLease.Freed)
 		g.holders = append(g.holders, l)
 	}
 	return v
