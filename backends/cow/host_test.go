@@ -38,7 +38,7 @@ func (rawCodec) DecodeValue(b []byte) (string, []byte, error) {
 }
 
 // hostingStore is a cow store whose keyed value states without TTL are
-// all hosted tables of Go strings (runtime.TypedValues), as a typed handle
+// all hosted tables (runtime.TypedValues of rawKey and string), as a typed handle
 // would make them: Register binds a handle with TypedValues first, which
 // creates the table (or adopts a restored state), then returns the state
 // registered. States a Restore creates stay byte tables until then.
