@@ -389,3 +389,46 @@ func (nopCodec[T]) DecodeValue(b []byte) (T, []byte, error) {
 	var v T
 	return v, b, nil
 }
+
+// TestTypedValuesStoreRules: the typed path keeps the rules every handle
+// keeps — a write from inside an iteration of the store fails with
+// ErrWriteDuringIteration (and so does one from an Update's function),
+// and every call after Close fails with ErrClosed.
+func TestTypedValuesStoreRules(t *testing.T) {
+	s := newCow(t, runtime.StoreConfig{})
+	v := must[runtime.Value[int64, string]](t)(runtime.NewValue(s, typedDesc(true)))
+	if !isTable(t, s, "vals") {
+		t.Fatal("not a table")
+	}
+	check(t, v.Put(1, "one"))
+	for k, err := range v.AllKeys() {
+		check(t, err)
+		if err := v.Put(k+100, "x"); !errors.Is(err, runtime.ErrWriteDuringIteration) {
+			t.Fatalf("Put inside AllKeys: %v, want ErrWriteDuringIteration", err)
+		}
+		if got, _, err := v.Get(k); err != nil || got != "one" {
+			t.Fatalf("Get inside AllKeys: %q, %v", got, err)
+		}
+	}
+	var inner error
+	check(t, v.Update(1, func(old string, _ bool) string {
+		inner = v.Put(2, "two")
+		return old + "!"
+	}))
+	if !errors.Is(inner, runtime.ErrWriteDuringIteration) {
+		t.Fatalf("Put inside Update's function: %v, want ErrWriteDuringIteration", inner)
+	}
+	if got, _, _ := v.Get(1); got != "one!" {
+		t.Fatalf("after Update: %q", got)
+	}
+	check(t, s.Close())
+	if _, _, err := v.Get(1); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if err := v.Put(1, "x"); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Put after Close: %v", err)
+	}
+	if err := v.Delete(1); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Delete after Close: %v", err)
+	}
+}
