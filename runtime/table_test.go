@@ -50,13 +50,6 @@ func isTable(t *testing.T, s runtime.Store, name string) bool {
 	return false
 }
 
-func dump(t *testing.T, v runtime.View) storetest.Contents {
-	t.Helper()
-	c, err := storetest.Dump(v)
-	check(t, err)
-	return c
-}
-
 // TestTypedValuesMatchBytes drives a typed Value on cow (a hosted table of
 // Go values) and a byte Value on another cow store through the same random
 // operations, with snapshots taken, scanned on other goroutines while the
@@ -116,7 +109,7 @@ func TestTypedValuesMatchBytes(t *testing.T) {
 			}
 		case op < 99 && len(live) < 4:
 			p := pair{ts: must[runtime.Snapshot](t)(ts.Snapshot()), bs: must[runtime.Snapshot](t)(bs.Snapshot())}
-			p.want = dump(t, p.bs)
+			p.want = must[storetest.Contents](t)(storetest.Dump(p.bs))
 			check(t, p.bs.Release())
 			// Scan it now, on another goroutine, while the writes go on.
 			wg.Add(1)
@@ -135,7 +128,7 @@ func TestTypedValuesMatchBytes(t *testing.T) {
 			j := rng.IntN(len(live))
 			p := live[j]
 			wg.Wait() // the scan of it, and of the others, is over
-			if d := cmp.Diff(p.want, dump(t, p.ts)); d != "" {
+			if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
 				t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", i, d)
 			}
 			check(t, p.ts.Release())
@@ -148,13 +141,13 @@ func TestTypedValuesMatchBytes(t *testing.T) {
 		check(t, err)
 	}
 	for _, p := range live {
-		if d := cmp.Diff(p.want, dump(t, p.ts)); d != "" {
+		if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
 			t.Fatalf("a snapshot changed after it was taken (-bytes +typed):\n%s", d)
 		}
 		check(t, p.ts.Release())
 	}
 	a, b := must[runtime.Snapshot](t)(ts.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
-	if d := cmp.Diff(dump(t, b), dump(t, a)); d != "" {
+	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
 		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
 	}
 	check(t, errors.Join(a.Release(), b.Release()))
@@ -208,7 +201,7 @@ func TestTypedValuesRestore(t *testing.T) {
 			bs := newCow(t, runtime.StoreConfig{MaxParallelism: maxP, KeyGroups: groups})
 			check(t, bs.Restore(snap))
 			a, b := must[runtime.Snapshot](t)(dst.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
-			if d := cmp.Diff(dump(t, b), dump(t, a)); d != "" {
+			if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
 				t.Fatalf("restored contents differ (-bytes +typed):\n%s", d)
 			}
 			check(t, errors.Join(a.Release(), b.Release()))
