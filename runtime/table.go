@@ -139,25 +139,25 @@ type TypedTable[K, V any] struct {
 // exactly when their encodings are, and a key is compared without reading
 // memory elsewhere — K is made of booleans and integers, in structs and
 // arrays, with no floating-point number (NaN, -0), string, pointer or
-// interface — and when a copy of a V shares nothing that
-// the copy's owner could change — V is made of booleans, numbers and
-// strings, in structs and arrays, with no slice, map, pointer, channel,
-// function or interface. Neither may have an unexported field (blank ones
-// aside), which a codec might not encode: the Go value would then keep
-// what a restore loses. A state whose types do not
-// allow it fails to bind with ErrInvalidState, naming the type at fault.
+// interface — and when a copy of a V shares nothing that the copy's owner
+// could change — V is made of booleans, numbers and strings, in structs
+// and arrays, with no slice, map, pointer, channel, function or interface.
+// Neither may have an unexported field (blank ones aside), which a codec
+// might not encode: the Go value would then keep what a restore loses. A
+// state whose types do not allow it fails to bind with ErrInvalidState,
+// naming the type at fault.
 func TypedValues[K comparable, V any]() TypedTable[K, V] {
 	return TypedTable[K, V]{mk: newValueTable[K, V]}
 }
 
 // typedValue is the typed side of a value table, as a handle calls it: kg
 // and hash are the key group and HashKey of key, which the handle has
-// encoded and hashed (its
-// Key is right by construction: the handle's maxParallelism is the
-// store's, and a keyed handle makes no namespace). No pointer goes through
-// these calls, which the compiler cannot see through: a pointer passed
-// would escape, and its variable be allocated on the heap at every call
-// (a Key is 64 bytes). tget returns the value for the same reason.
+// encoded and hashed (its Key is right by construction: the handle's
+// maxParallelism is the store's, and a keyed handle makes no namespace).
+// No pointer goes through these calls, which the compiler cannot see
+// through: a pointer passed would escape, and its variable be allocated on
+// the heap at every call (a Key is 64 bytes). tget returns the value for
+// the same reason.
 type typedValue[K, V any] interface {
 	tget(kg int, hash uint64, key K) (V, bool, error)
 	tcontains(kg int, hash uint64, key K) (bool, error)
@@ -249,36 +249,31 @@ func goValueSafe(t reflect.Type, key bool) error {
 // Spec implements State.
 func (t *valueTable[K, V]) Spec() StateSpec { return t.spec }
 
-// check checks an operation on k, a write if write.
-func (t *valueTable[K, V]) check(k *Key, write bool) error {
-	if *t.env.Closed {
-		return fmt.Errorf("%w: state %q", ErrClosed, t.spec.Name)
+// keyed checks a byte-level operation on k, a write if write: the Key's
+// own checks (the host's CheckKey), then group's. It returns k's key
+// group.
+func (t *valueTable[K, V]) keyed(k *Key, write bool) (*valueGroup[K, V], error) {
+	if !*t.env.Closed {
+		if err := t.env.CheckKey(&t.env.Config, &t.spec, k, true); err != nil {
+			return nil, err
+		}
 	}
-	if err := t.env.CheckKey(&t.env.Config, &t.spec, k, true); err != nil {
-		return err
-	}
-	if write && *t.env.Iterating > 0 {
-		return fmt.Errorf("%w: state %q", ErrWriteDuringIteration, t.spec.Name)
-	}
-	return nil
+	return t.group(k.Group(), write)
 }
 
 // group returns key group kg, checked: the store is open, kg is owned,
-// and a write is not made from inside an iteration.
+// and a write is not made from inside an iteration. A write then calls
+// own before it changes the group's slots.
 func (t *valueTable[K, V]) group(kg int, write bool) (*valueGroup[K, V], error) {
 	i := kg - t.start
 	if *t.env.Closed || uint(i) >= uint(len(t.groups)) || write && *t.env.Iterating > 0 {
-		return nil, t.groupError(kg, write)
+		return nil, t.groupError(kg)
 	}
-	g := &t.groups[i]
-	if write {
-		g.own()
-	}
-	return g, nil
+	return &t.groups[i], nil
 }
 
 // groupError is group's failure.
-func (t *valueTable[K, V]) groupError(kg int, write bool) error {
+func (t *valueTable[K, V]) groupError(kg int) error {
 	if *t.env.Closed {
 		return fmt.Errorf("%w: state %q", ErrClosed, t.spec.Name)
 	}
@@ -330,6 +325,7 @@ func (t *valueTable[K, V]) tput(kg int, hash uint64, key K, v V) error {
 	if err != nil {
 		return err
 	}
+	g.own()
 	g.m.put(hash, key, v)
 	return nil
 }
@@ -341,7 +337,7 @@ func (t *valueTable[K, V]) tupdate(kg int, hash uint64, key K, fn func(old V, fo
 	}
 	old, found := g.m.get(hash, key)
 	// fn must not write to the store, as in every ValueUpdater; it may
-	// take a snapshot, which own then copies the map for.
+	// take a snapshot, which own, after it, copies the slots for.
 	*t.env.Iterating++
 	defer func() { *t.env.Iterating-- }()
 	nv := fn(old, found)
@@ -355,6 +351,7 @@ func (t *valueTable[K, V]) tdelete(kg int, hash uint64, key K) error {
 	if err != nil {
 		return err
 	}
+	g.own()
 	g.m.del(hash, key)
 	return nil
 }
@@ -362,20 +359,24 @@ func (t *valueTable[K, V]) tdelete(kg int, hash uint64, key K) error {
 // decodeKey decodes the key of k, which must be the encoding of a K: the
 // table holds no other keys.
 func (t *valueTable[K, V]) decodeKey(k *Key) (K, error) {
-	key, err := decodeKeyAll(t.kc, k.Bytes())
-	if err == nil && !t.canonical(key, k.Bytes()) {
-		err = fmt.Errorf("%w: the key is not the encoding of the %T it decodes to", ErrCorrupt, key)
-	}
+	key, err := t.decodeCanonical(k.Bytes())
 	if err != nil {
 		return key, fmt.Errorf("%w: state %q: key %x: %w", ErrInvalidKey, t.spec.Name, k.Bytes(), err)
 	}
 	return key, nil
 }
 
-// canonical reports whether b is the encoding of key.
-func (t *valueTable[K, V]) canonical(key K, b []byte) bool {
-	t.kbuf = t.kc.AppendKey(t.kbuf[:0], key)
-	return string(t.kbuf) == string(b)
+// decodeCanonical decodes b as a K, which must encode to b again: a
+// table keeps the K, and Scan writes its encoding.
+func (t *valueTable[K, V]) decodeCanonical(b []byte) (K, error) {
+	key, err := decodeKeyAll(t.kc, b)
+	if err != nil {
+		return key, err
+	}
+	if t.kbuf = t.kc.AppendKey(t.kbuf[:0], key); string(t.kbuf) != string(b) {
+		return key, fmt.Errorf("%w: the key is not the encoding of the %T it decodes to", ErrCorrupt, key)
+	}
+	return key, nil
 }
 
 // decodeValue decodes a value passed to a byte-level write.
@@ -390,14 +391,15 @@ func (t *valueTable[K, V]) decodeValue(b []byte) (V, error) {
 // Get implements ValueState. The value is encoded into a buffer of the
 // table's, valid until its next call.
 func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
-	if err := t.check(&k, false); err != nil {
+	g, err := t.keyed(&k, false)
+	if err != nil {
 		return nil, false, err
 	}
 	key, err := t.decodeKey(&k)
 	if err != nil {
 		return nil, false, err
 	}
-	v, ok := t.groups[k.Group()-t.start].m.get(k.Hash(), key)
+	v, ok := g.m.get(k.Hash(), key)
 	if !ok {
 		return nil, false, nil
 	}
@@ -407,7 +409,8 @@ func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
 
 // Put implements ValueState.
 func (t *valueTable[K, V]) Put(k Key, value []byte) error {
-	if err := t.check(&k, true); err != nil {
+	g, err := t.keyed(&k, true)
+	if err != nil {
 		return err
 	}
 	key, err := t.decodeKey(&k)
@@ -418,13 +421,16 @@ func (t *valueTable[K, V]) Put(k Key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.tput(k.Group(), k.Hash(), key, v)
+	g.own()
+	g.m.put(k.Hash(), key, v)
+	return nil
 }
 
 // Update implements ValueUpdater: fn sees the encoded old value, and its
 // result is decoded and stored.
 func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte, error)) error {
-	if err := t.check(&k, true); err != nil {
+	g, err := t.keyed(&k, true)
+	if err != nil {
 		return err
 	}
 	if fn == nil {
@@ -435,50 +441,64 @@ func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte
 		return err
 	}
 	var old []byte
-	v, found := t.groups[k.Group()-t.start].m.get(k.Hash(), key)
+	v, found := g.m.get(k.Hash(), key)
 	if found {
 		// Not t.buf: fn may Get other entries while it reads old.
 		t.ubuf = t.vc.AppendValue(t.ubuf[:0], v)
 		old = t.ubuf
 	}
-	*t.env.Iterating++
-	nb, err := fn(old, found)
-	*t.env.Iterating--
+	nb, err := t.callUpdate(fn, old, found)
 	if err != nil {
 		return err
 	}
 	if v, err = t.decodeValue(nb); err != nil {
 		return err
 	}
-	return t.tput(k.Group(), k.Hash(), key, v)
+	g.own() // after fn, which may have taken a snapshot
+	g.m.put(k.Hash(), key, v)
+	return nil
+}
+
+// callUpdate calls an Update's fn, during which the store refuses writes.
+func (t *valueTable[K, V]) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
+	*t.env.Iterating++
+	defer func() { *t.env.Iterating-- }()
+	return fn(old, found)
 }
 
 // CheckWrite implements WriteChecker.
-func (t *valueTable[K, V]) CheckWrite(k Key) error { return t.check(&k, true) }
+func (t *valueTable[K, V]) CheckWrite(k Key) error {
+	_, err := t.keyed(&k, true)
+	return err
+}
 
 // Clear implements State.
 func (t *valueTable[K, V]) Clear(k Key) error {
-	if err := t.check(&k, true); err != nil {
+	g, err := t.keyed(&k, true)
+	if err != nil {
 		return err
 	}
 	key, err := t.decodeKey(&k)
 	if err != nil {
 		return err
 	}
-	return t.tdelete(k.Group(), k.Hash(), key)
+	g.own()
+	g.m.del(k.Hash(), key)
+	return nil
 }
 
 // Namespaces implements State: the empty namespace if k has a value.
 func (t *valueTable[K, V]) Namespaces(k Key, fn func(ns []byte) bool) error {
 	k = k.WithNamespace(nil)
-	if err := t.check(&k, false); err != nil {
+	g, err := t.keyed(&k, false)
+	if err != nil {
 		return err
 	}
 	key, err := t.decodeKey(&k)
 	if err != nil {
 		return err
 	}
-	if t.groups[k.Group()-t.start].m.find(k.Hash(), key) >= 0 {
+	if g.m.find(k.Hash(), key) >= 0 {
 		*t.env.Iterating++
 		defer func() { *t.env.Iterating-- }()
 		fn([]byte{})
@@ -517,16 +537,10 @@ func (t *valueTable[K, V]) Drop() { clear(t.groups) }
 // key group; install installs them.
 func (t *valueTable[K, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(Entry) error) error) (func(), error) {
 	loaded := make([]otab[K, V], groups.Len())
-	var buf []byte
 	for kg := range groups.All() {
 		m := &loaded[kg-groups.Start]
 		err := scan(kg, func(e Entry) error {
-			key, err := decodeKeyAll(t.kc, e.Key)
-			if err == nil {
-				if buf = t.kc.AppendKey(buf[:0], key); string(buf) != string(e.Key) {
-					err = fmt.Errorf("key %x is not the encoding of the %T it decodes to", e.Key, key)
-				}
-			}
+			key, err := t.decodeCanonical(e.Key)
 			if err != nil {
 				return fmt.Errorf("%w: state %q, key group %d: key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
 			}
