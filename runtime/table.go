@@ -249,16 +249,21 @@ func goValueSafe(t reflect.Type, key bool) error {
 // Spec implements State.
 func (t *valueTable[K, V]) Spec() StateSpec { return t.spec }
 
-// keyed checks a byte-level operation on k, a write if write: the Key's
-// own checks (the host's CheckKey), then group's. It returns k's key
-// group.
-func (t *valueTable[K, V]) keyed(k *Key, write bool) (*valueGroup[K, V], error) {
+// keyed checks a byte-level operation on k, a write if write — the Key's
+// own checks (the host's CheckKey), then group's — and returns k's key
+// group and its key decoded (decodeKey).
+func (t *valueTable[K, V]) keyed(k *Key, write bool) (*valueGroup[K, V], K, error) {
+	var key K
 	if !*t.env.Closed {
 		if err := t.env.CheckKey(&t.env.Config, &t.spec, k, true); err != nil {
-			return nil, err
+			return nil, key, err
 		}
 	}
-	return t.group(k.Group(), write)
+	g, err := t.group(k.Group(), write)
+	if err == nil {
+		key, err = t.decodeKey(k)
+	}
+	return g, key, err
 }
 
 // group returns key group kg, checked: the store is open, kg is owned,
@@ -391,11 +396,7 @@ func (t *valueTable[K, V]) decodeValue(b []byte) (V, error) {
 // Get implements ValueState. The value is encoded into a buffer of the
 // table's, valid until its next call.
 func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
-	g, err := t.keyed(&k, false)
-	if err != nil {
-		return nil, false, err
-	}
-	key, err := t.decodeKey(&k)
+	g, key, err := t.keyed(&k, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -409,11 +410,7 @@ func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
 
 // Put implements ValueState.
 func (t *valueTable[K, V]) Put(k Key, value []byte) error {
-	g, err := t.keyed(&k, true)
-	if err != nil {
-		return err
-	}
-	key, err := t.decodeKey(&k)
+	g, key, err := t.keyed(&k, true)
 	if err != nil {
 		return err
 	}
@@ -429,16 +426,12 @@ func (t *valueTable[K, V]) Put(k Key, value []byte) error {
 // Update implements ValueUpdater: fn sees the encoded old value, and its
 // result is decoded and stored.
 func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte, error)) error {
-	g, err := t.keyed(&k, true)
+	g, key, err := t.keyed(&k, true)
 	if err != nil {
 		return err
 	}
 	if fn == nil {
 		return fmt.Errorf("state %q: Update with a nil callback", t.spec.Name)
-	}
-	key, err := t.decodeKey(&k)
-	if err != nil {
-		return err
 	}
 	var old []byte
 	v, found := g.m.get(k.Hash(), key)
@@ -468,17 +461,13 @@ func (t *valueTable[K, V]) callUpdate(fn func(old []byte, found bool) ([]byte, e
 
 // CheckWrite implements WriteChecker.
 func (t *valueTable[K, V]) CheckWrite(k Key) error {
-	_, err := t.keyed(&k, true)
+	_, _, err := t.keyed(&k, true)
 	return err
 }
 
 // Clear implements State.
 func (t *valueTable[K, V]) Clear(k Key) error {
-	g, err := t.keyed(&k, true)
-	if err != nil {
-		return err
-	}
-	key, err := t.decodeKey(&k)
+	g, key, err := t.keyed(&k, true)
 	if err != nil {
 		return err
 	}
@@ -490,11 +479,7 @@ func (t *valueTable[K, V]) Clear(k Key) error {
 // Namespaces implements State: the empty namespace if k has a value.
 func (t *valueTable[K, V]) Namespaces(k Key, fn func(ns []byte) bool) error {
 	k = k.WithNamespace(nil)
-	g, err := t.keyed(&k, false)
-	if err != nil {
-		return err
-	}
-	key, err := t.decodeKey(&k)
+	g, key, err := t.keyed(&k, false)
 	if err != nil {
 		return err
 	}
