@@ -45,11 +45,11 @@ type TableHost interface {
 	Store
 	// HostTable registers spec as Register does — the same checks, errors
 	// and answers — but a state it creates is the Table mk returns, made
-	// for the state's spec as registered, with the host's TableEnv. If spec's state exists already, HostTable
-	// returns it as Register would, except that a state a Restore created
-	// and no Register returned yet becomes a Table (mk's), loaded with its
-	// entries. A handle uses the typed path only if the State returned is
-	// a table of its own types.
+	// for the state's spec as registered, with the host's TableEnv. If
+	// spec's state exists already, HostTable returns it as Register would,
+	// except that a state a Restore created and no Register returned yet
+	// becomes a Table (mk's), loaded with its entries. A handle uses the
+	// typed path only if the State returned is a table of its own types.
 	HostTable(spec StateSpec, mk func(StateSpec, TableEnv) (Table, error)) (State, error)
 }
 
