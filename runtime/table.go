@@ -150,65 +150,6 @@ func TypedValues[K comparable, V any]() TypedTable[K, V] {
 	return TypedTable[K, V]{mk: newValueTable[K, V]}
 }
 
-// typedValue is the typed side of a value table, as a handle calls it: kg
-// and hash are the key group and HashKey of key, which the handle has
-// encoded and hashed (its Key is right by construction: the handle's
-// maxParallelism is the store's, and a keyed handle makes no namespace).
-// No pointer goes through these calls, which the compiler cannot see
-// through: a pointer passed would escape, and its variable be allocated on
-// the heap at every call (a Key is 64 bytes). tget returns the value for
-// the same reason.
-type typedValue[K, V any] interface {
-	tget(kg int, hash uint64, key K) (V, bool, error)
-	tcontains(kg int, hash uint64, key K) (bool, error)
-	tput(kg int, hash uint64, key K, v V) error
-	tupdate(kg int, hash uint64, key K, fn func(old V, found bool) V) error
-	tdelete(kg int, hash uint64, key K) error
-}
-
-// valueTable is the Table of a keyed value state: a hash table of Go
-// values (otab) per owned key group.
-type valueTable[K comparable, V any] struct {
-	spec   StateSpec
-	env    TableEnv
-	kc     KeyCodec[K]
-	vc     ValueCodec[V]
-	start  int // the first owned key group: groups[kg-start] is kg's
-	groups []valueGroup[K, V]
-	buf    []byte // the encoded value of a byte-level Get
-	ubuf   []byte // the encoded old value of a byte-level Update
-	kbuf   []byte // a key re-encoded to check it (canonical)
-}
-
-// valueGroup is one key group of a value table: its hash table, and the
-// snapshots that may be reading its slots.
-type valueGroup[K comparable, V any] struct {
-	m       otab[K, V]
-	holders []TableLease
-}
-
-func newValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCodec[K], vc ValueCodec[V]) (Table, error) {
-	if spec.Kind != KindValue || spec.SubKeyed || spec.TTL != 0 {
-		return nil, fmt.Errorf("%w: state %q: only keyed value states without TTL are kept as Go values", ErrInvalidState, spec.Name)
-	}
-	var k K
-	var v V
-	if err := goValueSafe(reflect.TypeOf(&k).Elem(), true); err != nil {
-		return nil, fmt.Errorf("%w: state %q: key type %T cannot key a Go map in place of its encoding: %v", ErrInvalidState, spec.Name, k, err)
-	}
-	if err := goValueSafe(reflect.TypeOf(&v).Elem(), false); err != nil {
-		return nil, fmt.Errorf("%w: state %q: value type %T cannot be kept as a Go value: %v", ErrInvalidState, spec.Name, v, err)
-	}
-	return &valueTable[K, V]{
-		spec:   spec,
-		env:    env,
-		kc:     kc,
-		vc:     vc,
-		start:  env.Config.KeyGroups.Start,
-		groups: make([]valueGroup[K, V], env.Config.KeyGroups.Len()),
-	}, nil
-}
-
 // goValueSafe checks that t may be a table's key type (key) or value type:
 // see TypedValues.
 func goValueSafe(t reflect.Type, key bool) error {
@@ -246,363 +187,140 @@ func goValueSafe(t reflect.Type, key bool) error {
 	return fmt.Errorf("%v is a %v", t, t.Kind())
 }
 
+
+// checkTableTypes checks that K may key a table and that V may be kept in
+// one (goValueSafe), naming the state and the type at fault.
+func checkTableTypes[K, V any](spec *StateSpec, what string) error {
+	var k K
+	var v V
+	if err := goValueSafe(reflect.TypeOf(&k).Elem(), true); err != nil {
+		return fmt.Errorf("%w: state %q: %s type %T cannot key a Go map in place of its encoding: %v", ErrInvalidState, spec.Name, what, k, err)
+	}
+	if err := goValueSafe(reflect.TypeOf(&v).Elem(), false); err != nil {
+		return fmt.Errorf("%w: state %q: value type %T cannot be kept as a Go value: %v", ErrInvalidState, spec.Name, v, err)
+	}
+	return nil
+}
+
+// tableBase is what every table holds alike: its spec, its host's
+// TableEnv, and the checks every operation makes of them.
+type tableBase struct {
+	spec  StateSpec
+	env   TableEnv
+	start int // the first owned key group: a table's groups[kg-start] is kg's
+	n     int // the number of owned key groups
+}
+
+func newTableBase(spec StateSpec, env TableEnv) tableBase {
+	return tableBase{spec: spec, env: env, start: env.Config.KeyGroups.Start, n: env.Config.KeyGroups.Len()}
+}
+
 // Spec implements State.
-func (t *valueTable[K, V]) Spec() StateSpec { return t.spec }
+func (b *tableBase) Spec() StateSpec { return b.spec }
 
-// keyed checks a byte-level operation on k, a write if write — the Key's
-// own checks (the host's CheckKey), then group's — and returns k's key
-// group and its key decoded (decodeKey).
-func (t *valueTable[K, V]) keyed(k *Key, write bool) (*valueGroup[K, V], K, error) {
-	var key K
-	if !*t.env.Closed {
-		if err := t.env.CheckKey(&t.env.Config, &t.spec, k, true); err != nil {
-			return nil, key, err
+// keyIndex checks a byte-level operation on k, a write if write — the
+// Key's own checks (the host's CheckKey), then index's — and returns the
+// index of k's key group.
+func (b *tableBase) keyIndex(k *Key, write bool) (int, error) {
+	if !*b.env.Closed {
+		if err := b.env.CheckKey(&b.env.Config, &b.spec, k, true); err != nil {
+			return 0, err
 		}
 	}
-	g, err := t.group(k.Group(), write)
-	if err == nil {
-		key, err = t.decodeKey(k)
-	}
-	return g, key, err
+	return b.index(k.Group(), write)
 }
 
-// group returns key group kg, checked: the store is open, kg is owned,
-// and a write is not made from inside an iteration. A write then calls
-// own before it changes the group's slots.
-func (t *valueTable[K, V]) group(kg int, write bool) (*valueGroup[K, V], error) {
-	i := kg - t.start
-	if *t.env.Closed || uint(i) >= uint(len(t.groups)) || write && *t.env.Iterating > 0 {
-		return nil, t.groupError(kg)
+// index returns the index of key group kg, checked: the store is open, kg
+// is owned, and a write is not made from inside an iteration. A write
+// then owns the key group (leases.held) before it changes it.
+func (b *tableBase) index(kg int, write bool) (int, error) {
+	i := kg - b.start
+	if *b.env.Closed || uint(i) >= uint(b.n) || write && *b.env.Iterating > 0 {
+		return 0, b.groupError(kg)
 	}
-	return &t.groups[i], nil
+	return i, nil
 }
 
-// groupError is group's failure.
-func (t *valueTable[K, V]) groupError(kg int) error {
-	if *t.env.Closed {
-		return fmt.Errorf("%w: state %q", ErrClosed, t.spec.Name)
+// groupError is index's failure.
+func (b *tableBase) groupError(kg int) error {
+	if *b.env.Closed {
+		return fmt.Errorf("%w: state %q", ErrClosed, b.spec.Name)
 	}
-	if err := t.env.CheckGroup(&t.env.Config, t.spec.Name, kg); err != nil {
+	if err := b.env.CheckGroup(&b.env.Config, b.spec.Name, kg); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: state %q", ErrWriteDuringIteration, t.spec.Name)
+	return fmt.Errorf("%w: state %q", ErrWriteDuringIteration, b.spec.Name)
 }
 
-// own makes g's slots the table's own to write: a copy if a live snapshot
-// may be reading them.
-func (g *valueGroup[K, V]) own() {
-	if len(g.holders) != 0 {
-		held := false
-		for _, l := range g.holders {
-			if !l.Freed() {
-				held = true
-				break
-			}
+// checkKeys checks the arguments of State.Keys.
+func (b *tableBase) checkKeys(kg int, fn func(key []byte) bool) error {
+	return b.env.CheckKeys(&b.env.Config, b.spec.Name, *b.env.Closed, kg, fn)
+}
+
+// begin marks the start of an iteration, or of a callback, that must not
+// write to the store; done its end (defer b.done()).
+func (b *tableBase) begin() { *b.env.Iterating++ }
+
+func (b *tableBase) done() { *b.env.Iterating-- }
+
+// callUpdate calls a byte-level Update's fn, during which the store
+// refuses writes.
+func (b *tableBase) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
+	b.begin()
+	defer b.done()
+	return fn(old, found)
+}
+
+// leases are the snapshots that may be reading a key group's slots.
+type leases []TableLease
+
+// held reports whether a live snapshot may be reading the key group, whose
+// table must then copy what it writes; either way the key group is the
+// table's from then on, until the next Freeze.
+func (ls *leases) held() bool {
+	if len(*ls) == 0 {
+		return false
+	}
+	held := false
+	for _, l := range *ls {
+		if !l.Freed() {
+			held = true
+			break
 		}
-		clear(g.holders)
-		g.holders = g.holders[:0]
-		if held {
-			g.m = g.m.clone()
-		}
 	}
+	clear(*ls)
+	*ls = (*ls)[:0]
+	return held
 }
 
-func (t *valueTable[K, V]) tget(kg int, hash uint64, key K) (V, bool, error) {
-	g, err := t.group(kg, false)
-	if err != nil {
-		var zero V
-		return zero, false, err
-	}
-	v, ok := g.m.get(hash, key)
-	return v, ok, nil
+// add records that l holds the key group, forgetting the snapshots freed
+// since (a key group no one writes would otherwise keep every snapshot's
+// lease).
+func (ls *leases) add(l TableLease) {
+	*ls = slices.DeleteFunc(*ls, TableLease.Freed)
+	*ls = append(*ls, l)
 }
 
-func (t *valueTable[K, V]) tcontains(kg int, hash uint64, key K) (bool, error) {
-	g, err := t.group(kg, false)
-	if err != nil {
-		return false, err
-	}
-	return g.m.find(hash, key) >= 0, nil
+// canon decodes the keys (or user keys) of byte-level calls and entries,
+// which must be the encoding of a K: a table holds the K, and writes its
+// encoding back.
+type canon[K any] struct {
+	kc  KeyCodec[K]
+	buf []byte
 }
 
-func (t *valueTable[K, V]) tput(kg int, hash uint64, key K, v V) error {
-	g, err := t.group(kg, true)
-	if err != nil {
-		return err
-	}
-	g.own()
-	g.m.put(hash, key, v)
-	return nil
-}
-
-func (t *valueTable[K, V]) tupdate(kg int, hash uint64, key K, fn func(old V, found bool) V) error {
-	g, err := t.group(kg, true)
-	if err != nil {
-		return err
-	}
-	old, found := g.m.get(hash, key)
-	// fn must not write to the store, as in every ValueUpdater; it may
-	// take a snapshot, which own, after it, copies the slots for.
-	*t.env.Iterating++
-	defer func() { *t.env.Iterating-- }()
-	nv := fn(old, found)
-	g.own()
-	g.m.put(hash, key, nv)
-	return nil
-}
-
-func (t *valueTable[K, V]) tdelete(kg int, hash uint64, key K) error {
-	g, err := t.group(kg, true)
-	if err != nil {
-		return err
-	}
-	g.own()
-	g.m.del(hash, key)
-	return nil
-}
-
-// decodeKey decodes the key of k, which must be the encoding of a K: the
-// table holds no other keys.
-func (t *valueTable[K, V]) decodeKey(k *Key) (K, error) {
-	key, err := t.decodeCanonical(k.Bytes())
-	if err != nil {
-		return key, fmt.Errorf("%w: state %q: key %x: %w", ErrInvalidKey, t.spec.Name, k.Bytes(), err)
-	}
-	return key, nil
-}
-
-// decodeCanonical decodes b as a K, which must encode to b again: a
-// table keeps the K, and Scan writes its encoding.
-func (t *valueTable[K, V]) decodeCanonical(b []byte) (K, error) {
-	key, err := decodeKeyAll(t.kc, b)
+// decode decodes b as a K, which must encode to b again.
+func (c *canon[K]) decode(b []byte) (K, error) {
+	key, err := decodeKeyAll(c.kc, b)
 	if err != nil {
 		return key, err
 	}
-	if t.kbuf = t.kc.AppendKey(t.kbuf[:0], key); string(t.kbuf) != string(b) {
+	if c.buf = c.kc.AppendKey(c.buf[:0], key); string(c.buf) != string(b) {
 		return key, fmt.Errorf("%w: the key is not the encoding of the %T it decodes to", ErrCorrupt, key)
 	}
 	return key, nil
 }
 
-// decodeValue decodes a value passed to a byte-level write.
-func (t *valueTable[K, V]) decodeValue(b []byte) (V, error) {
-	v, err := decodeAll(t.vc, b)
-	if err != nil {
-		return v, fmt.Errorf("state %q: the value does not decode as %T: %w", t.spec.Name, v, err)
-	}
-	return v, nil
-}
-
-// Get implements ValueState. The value is encoded into a buffer of the
-// table's, valid until its next call.
-func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
-	g, key, err := t.keyed(&k, false)
-	if err != nil {
-		return nil, false, err
-	}
-	v, ok := g.m.get(k.Hash(), key)
-	if !ok {
-		return nil, false, nil
-	}
-	t.buf = t.vc.AppendValue(t.buf[:0], v)
-	return t.buf, true, nil
-}
-
-// Put implements ValueState.
-func (t *valueTable[K, V]) Put(k Key, value []byte) error {
-	g, key, err := t.keyed(&k, true)
-	if err != nil {
-		return err
-	}
-	v, err := t.decodeValue(value)
-	if err != nil {
-		return err
-	}
-	g.own()
-	g.m.put(k.Hash(), key, v)
-	return nil
-}
-
-// Update implements ValueUpdater: fn sees the encoded old value, and its
-// result is decoded and stored.
-func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte, error)) error {
-	g, key, err := t.keyed(&k, true)
-	if err != nil {
-		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("state %q: Update with a nil callback", t.spec.Name)
-	}
-	var old []byte
-	v, found := g.m.get(k.Hash(), key)
-	if found {
-		// Not t.buf: fn may Get other entries while it reads old.
-		t.ubuf = t.vc.AppendValue(t.ubuf[:0], v)
-		old = t.ubuf
-	}
-	nb, err := t.callUpdate(fn, old, found)
-	if err != nil {
-		return err
-	}
-	if v, err = t.decodeValue(nb); err != nil {
-		return err
-	}
-	g.own() // after fn, which may have taken a snapshot
-	g.m.put(k.Hash(), key, v)
-	return nil
-}
-
-// callUpdate calls an Update's fn, during which the store refuses writes.
-func (t *valueTable[K, V]) callUpdate(fn func(old []byte, found bool) ([]byte, error), old []byte, found bool) ([]byte, error) {
-	*t.env.Iterating++
-	defer func() { *t.env.Iterating-- }()
-	return fn(old, found)
-}
-
-// CheckWrite implements WriteChecker.
-func (t *valueTable[K, V]) CheckWrite(k Key) error {
-	_, _, err := t.keyed(&k, true)
-	return err
-}
-
-// Clear implements State.
-func (t *valueTable[K, V]) Clear(k Key) error {
-	g, key, err := t.keyed(&k, true)
-	if err != nil {
-		return err
-	}
-	g.own()
-	g.m.del(k.Hash(), key)
-	return nil
-}
-
-// Namespaces implements State: the empty namespace if k has a value.
-func (t *valueTable[K, V]) Namespaces(k Key, fn func(ns []byte) bool) error {
-	k = k.WithNamespace(nil)
-	g, key, err := t.keyed(&k, false)
-	if err != nil {
-		return err
-	}
-	if g.m.find(k.Hash(), key) >= 0 {
-		*t.env.Iterating++
-		defer func() { *t.env.Iterating-- }()
-		fn([]byte{})
-	}
-	return nil
-}
-
-// DeleteAll implements State: a keyed state's only namespace is the
-// empty one.
-func (t *valueTable[K, V]) DeleteAll(k Key) error { return t.Clear(k.WithNamespace(nil)) }
-
-// Keys implements State, in the map's order.
-func (t *valueTable[K, V]) Keys(kg int, fn func(key []byte) bool) error {
-	if err := t.env.CheckKeys(&t.env.Config, t.spec.Name, *t.env.Closed, kg, fn); err != nil {
-		return err
-	}
-	*t.env.Iterating++
-	defer func() { *t.env.Iterating-- }()
-	var buf []byte
-	for key := range t.groups[kg-t.start].m.all {
-		buf = t.kc.AppendKey(buf[:0], key)
-		if !fn(buf[:len(buf):len(buf)]) {
-			break
-		}
-	}
-	return nil
-}
-
-// Occupied implements Table.
-func (t *valueTable[K, V]) Occupied(kg int) bool { return t.groups[kg-t.start].m.n != 0 }
-
-// Drop implements Table.
-func (t *valueTable[K, V]) Drop() { clear(t.groups) }
-
-// Load implements Table: it decodes every entry into a new hash table per
-// key group; install installs them.
-func (t *valueTable[K, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(Entry) error) error) (func(), error) {
-	loaded := make([]otab[K, V], groups.Len())
-	for kg := range groups.All() {
-		m := &loaded[kg-groups.Start]
-		err := scan(kg, func(e Entry) error {
-			key, err := t.decodeCanonical(e.Key)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
-			}
-			v, err := decodeAll(t.vc, e.Value)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: value of key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
-			}
-			p, dup := m.slot(HashKey(e.Key), key)
-			if dup {
-				return fmt.Errorf("%w: state %q, key group %d: key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key)
-			}
-			*p = v
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return func() {
-		for kg := range groups.All() {
-			if m := loaded[kg-groups.Start]; m.n != 0 {
-				g := &t.groups[kg-t.start]
-				g.own() // drops the holders of the empty table it replaces
-				g.m = m
-			}
-		}
-	}, nil
-}
-
-// Freeze implements Table: the slots of every non-empty key group become
-// the view's, and are copied before the table next writes them while l
-// is live.
-func (t *valueTable[K, V]) Freeze(l TableLease) TableView {
-	v := &valueView[K, V]{t: t, lease: l, start: t.start, tabs: make([]otab[K, V], len(t.groups))}
-	for i := range t.groups {
-		g := &t.groups[i]
-		if g.m.n == 0 {
-			continue
-		}
-		v.tabs[i] = g.m
-		// Forget the snapshots gone since (a key group no one writes
-		// would otherwise keep every snapshot's lease).
-		g.holders = slices.DeleteFunc(g.holders, TableLease.Freed)
-		g.holders = append(g.holders, l)
-	}
-	return v
-}
-
-// valueView is a frozen value table. Its slots are never written again
-// while its lease is live; it reads only the table's codecs and spec,
-// which never change.
-type valueView[K comparable, V any] struct {
-	t     *valueTable[K, V]
-	lease TableLease
-	start int
-	tabs  []otab[K, V]
-}
-
 // scanCheckEvery is how many entries a Scan visits between two checks
 // that its snapshot is still live.
 const scanCheckEvery = 256
-
-// Scan implements TableView.
-func (v *valueView[K, V]) Scan(kg int, fn func(Entry) error) error {
-	var kb, vb [64]byte
-	var e Entry
-	n := 0
-	for key, val := range v.tabs[kg-v.start].all {
-		if n++; n%scanCheckEvery == 0 && v.lease.Released() {
-			return v.lease.ErrReleasedDuringScan(v.t.spec.Name)
-		}
-		e.Key = v.t.kc.AppendKey(kb[:0], key)
-		e.Namespace = e.Key[len(e.Key):]
-		e.Value = v.t.vc.AppendValue(vb[:0], val)
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
-}

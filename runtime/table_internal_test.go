@@ -28,7 +28,7 @@ func testTable(t *testing.T) *valueTable[int64, int64] {
 }
 
 func (t *valueTable[K, V]) putKey(k K, v V) error {
-	kb := t.kc.AppendKey(nil, k)
+	kb := t.keys.kc.AppendKey(nil, k)
 	key := MakeKey(kb, nil, t.env.Config.MaxParallelism)
 	return t.tput(key.Group(), key.Hash(), k, v)
 }
