@@ -187,7 +187,6 @@ func goValueSafe(t reflect.Type, key bool) error {
 	return fmt.Errorf("%v is a %v", t, t.Kind())
 }
 
-
 // checkTableTypes checks that K may key a table and that V may be kept in
 // one (goValueSafe), naming the state and the type at fault.
 func checkTableTypes[K, V any](spec *StateSpec, what string) error {
