@@ -13,6 +13,10 @@ type MapDescriptor[K, UK, V any] struct {
 	Key         KeyCodec[K]
 	UserKey     KeyCodec[UK] // order-preserving: orders a SortedMap
 	Value       ValueCodec[V]
+	// Typed, if set (TypedMaps), lets a store that can (TableHost:
+	// backends/cow) keep a Map state without TTL as Go values rather than
+	// bytes. NewSortedMap ignores it: a hash table keeps no order.
+	Typed TypedMapTable[K, UK, V]
 }
 
 // SubKeyedMapDescriptor describes a sub-keyed Map or SortedMap state: a map
@@ -42,11 +46,14 @@ type mapHandle[K, N, UK, V any] struct {
 	sorted SortedMapState
 	ukc    KeyCodec[UK]
 	vc     ValueCodec[V]
-	into   IntoDecoder[V]    // vc, if it decodes into a value (GetInto)
-	upd    MapUpdater        // st, if it updates in one lookup
-	updc   updateCall[V]     // the Update in progress, if upd
-	edgec  edgeCall[UK, V]   // the First or Last in progress, if sorted
-	scans  []*mapScan[UK, V] // idle frames of scan (see mapScan)
+	into   IntoDecoder[V] // vc, if it decodes into a value (GetInto)
+	upd    MapUpdater     // st, if it updates in one lookup
+	updc   updateCall[V]  // the Update in progress, if upd
+	// typed is st as a table of Go values (see TypedMapTable), if it is
+	// one: the handle then reads and writes Go values.
+	typed typedMap[K, UK, V]
+	edgec edgeCall[UK, V]   // the First or Last in progress, if sorted
+	scans []*mapScan[UK, V] // idle frames of scan (see mapScan)
 }
 
 // mapScan is the frame of one iteration of a map in progress (see scan):
@@ -124,7 +131,7 @@ func (c *edgeCall[UK, V]) init(ukc KeyCodec[UK], vc ValueCodec[V]) {
 	}
 }
 
-func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V], ttl TTL) (*mapHandle[K, N, UK, V], error) {
+func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec[N], ukc KeyCodec[UK], vc ValueCodec[V], ttl TTL, typed TypedMapTable[K, UK, V]) (*mapHandle[K, N, UK, V], error) {
 	if ukc == nil {
 		return nil, nilCodecError(spec.Name, "user key")
 	}
@@ -132,7 +139,11 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 		return nil, nilCodecError(spec.Name, "value")
 	}
 	h := new(mapHandle[K, N, UK, V])
-	st, err := h.bind(s, spec, kc, nc, ttl, nil)
+	var mk func(StateSpec, TableEnv) (Table, error)
+	if typed.mk != nil && kc != nil && spec.Kind == KindMap {
+		mk = func(spec StateSpec, env TableEnv) (Table, error) { return typed.mk(spec, env, kc, ukc, vc) }
+	}
+	st, err := h.bind(s, spec, kc, nc, ttl, mk)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +159,7 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 	}
 	h.st, h.ukc, h.vc = ms, ukc, vc
 	h.into, _ = vc.(IntoDecoder[V])
+	h.typed, _ = st.(typedMap[K, UK, V])
 	if h.upd, _ = ms.(MapUpdater); h.upd != nil {
 		h.updc.init(spec.Name, vc)
 	}
@@ -158,6 +170,9 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 // exists; *dst is left alone if it does not, and does not escape (see
 // valueHandle.get).
 func (h *mapHandle[K, N, UK, V]) get(k K, n N, uk UK, dst *V) (bool, error) {
+	if h.typed != nil {
+		return h.tget(k, n, uk, dst)
+	}
 	b, ok, err := h.lookup(k, n, uk)
 	if err != nil || !ok {
 		return false, err
@@ -170,6 +185,9 @@ func (h *mapHandle[K, N, UK, V]) get(k K, n N, uk UK, dst *V) (bool, error) {
 
 // getInto is get for GetInto (see valueHandle.getInto).
 func (h *mapHandle[K, N, UK, V]) getInto(k K, n N, uk UK, dst *V) (bool, error) {
+	if h.typed != nil {
+		return h.tget(k, n, uk, dst)
+	}
 	b, ok, err := h.lookup(k, n, uk)
 	if err != nil || !ok {
 		return false, err
@@ -178,6 +196,27 @@ func (h *mapHandle[K, N, UK, V]) getInto(k K, n N, uk UK, dst *V) (bool, error) 
 		return false, h.errorf("decode value", err)
 	}
 	return true, nil
+}
+
+// tkey is the (key group, HashKey) of (k, n) and the HashKey of uk, as a
+// map table takes them.
+func (h *mapHandle[K, N, UK, V]) tkey(k K, n N, uk UK) (int, uint64, uint64) {
+	var key Key
+	h.key(&key, k, n)
+	return key.Group(), key.Hash(), HashKey(userKey(&h.buf, h.ukc, uk))
+}
+
+// tget is get on a table of Go values: the value is copied, not decoded.
+func (h *mapHandle[K, N, UK, V]) tget(k K, n N, uk UK, dst *V) (bool, error) {
+	kg, hash, uh := h.tkey(k, n, uk)
+	v, ok, err := h.typed.tget(kg, hash, k, uh, uk)
+	if err != nil {
+		return false, h.errorf("get", err)
+	}
+	if ok {
+		*dst = v
+	}
+	return ok, nil
 }
 
 // lookup returns the encoded value of (k, n, uk), valid until the next
@@ -193,6 +232,10 @@ func (h *mapHandle[K, N, UK, V]) lookup(k K, n N, uk UK) ([]byte, bool, error) {
 }
 
 func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
+	if h.typed != nil {
+		var v V
+		return h.tget(k, n, uk, &v)
+	}
 	var key Key
 	h.key(&key, k, n)
 	_, ok, err := h.st.Get(key, userKey(&h.buf, h.ukc, uk))
@@ -203,6 +246,13 @@ func (h *mapHandle[K, N, UK, V]) contains(k K, n N, uk UK) (bool, error) {
 }
 
 func (h *mapHandle[K, N, UK, V]) put(k K, n N, uk UK, v V) error {
+	if h.typed != nil {
+		kg, hash, uh := h.tkey(k, n, uk)
+		if err := h.typed.tput(kg, hash, k, uh, uk, v); err != nil {
+			return h.errorf("put", err)
+		}
+		return nil
+	}
 	var key Key
 	h.key(&key, k, n)
 	ukb := userKey(&h.buf, h.ukc, uk)
@@ -218,6 +268,13 @@ func (h *mapHandle[K, N, UK, V]) put(k K, n N, uk UK, v V) error {
 func (h *mapHandle[K, N, UK, V]) update(k K, n N, uk UK, fn func(old V, found bool) V) error {
 	if fn == nil {
 		return h.errorf("update", fmt.Errorf("nil callback"))
+	}
+	if h.typed != nil {
+		kg, hash, uh := h.tkey(k, n, uk)
+		if err := h.typed.tupdate(kg, hash, k, uh, uk, fn); err != nil {
+			return h.errorf("update", err)
+		}
+		return nil
 	}
 	if h.upd == nil {
 		var old V
@@ -240,6 +297,13 @@ func (h *mapHandle[K, N, UK, V]) update(k K, n N, uk UK, fn func(old V, found bo
 }
 
 func (h *mapHandle[K, N, UK, V]) delete(k K, n N, uk UK) error {
+	if h.typed != nil {
+		kg, hash, uh := h.tkey(k, n, uk)
+		if err := h.typed.tdelete(kg, hash, k, uh, uk); err != nil {
+			return h.errorf("delete", err)
+		}
+		return nil
+	}
 	var key Key
 	h.key(&key, k, n)
 	if err := h.st.Delete(key, userKey(&h.buf, h.ukc, uk)); err != nil {
@@ -276,7 +340,10 @@ func (h *mapHandle[K, N, UK, V]) scan(k K, n N, what int, lo, hi *UK, reverse bo
 		defer h.scanDone(sc)
 		sc.what, sc.yield = what, yield
 		var err error
-		if lo == nil && hi == nil && !reverse {
+		if h.typed != nil {
+			// A map table is never sorted: no bounds, no reverse.
+			err = h.typed.tscan(key.Group(), key.Hash(), k, sc)
+		} else if lo == nil && hi == nil && !reverse {
 			err = h.st.Iterate(key, sc.cb)
 		} else {
 			err = h.sorted.Range(key, lob, hib, reverse, sc.cb)
@@ -404,7 +471,7 @@ type Map[K, UK, V any] struct{ h *mapHandle[K, noNS, UK, V] }
 
 // NewMap registers d as a KindMap state with s and returns its handle.
 func NewMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (Map[K, UK, V], error) {
-	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindMap}, d.Key, nil, d.UserKey, d.Value, d.TTL, d.Typed)
 	return Map[K, UK, V]{h}, err
 }
 
@@ -537,7 +604,7 @@ type SubKeyedMap[K, N, UK, V any] struct{ h *mapHandle[K, N, UK, V] }
 // NewSubKeyedMap registers d as a sub-keyed KindMap state with s and returns
 // its handle.
 func NewSubKeyedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedMap[K, N, UK, V], error) {
-	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL, TypedMapTable[K, UK, V]{})
 	return SubKeyedMap[K, N, UK, V]{h}, err
 }
 
@@ -672,7 +739,7 @@ type SortedMap[K, UK, V any] struct{ Map[K, UK, V] }
 // NewSortedMap registers d as a KindSortedMap state with s and returns its
 // handle.
 func NewSortedMap[K, UK, V any](s Store, d MapDescriptor[K, UK, V]) (SortedMap[K, UK, V], error) {
-	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap[K, noNS](s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindSortedMap}, d.Key, nil, d.UserKey, d.Value, d.TTL, TypedMapTable[K, UK, V]{})
 	return SortedMap[K, UK, V]{Map[K, UK, V]{h}}, err
 }
 
@@ -762,7 +829,7 @@ type SubKeyedSortedMap[K, N, UK, V any] struct{ SubKeyedMap[K, N, UK, V] }
 // NewSubKeyedSortedMap registers d as a sub-keyed KindSortedMap state with s
 // and returns its handle.
 func NewSubKeyedSortedMap[K, N, UK, V any](s Store, d SubKeyedMapDescriptor[K, N, UK, V]) (SubKeyedSortedMap[K, N, UK, V], error) {
-	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL)
+	h, err := bindMap(s, StateSpec{Name: d.Name, Fingerprint: d.Fingerprint, Schema: d.Schema, Migrations: d.Migrations, Kind: KindSortedMap, SubKeyed: true}, d.Key, d.Namespace, d.UserKey, d.Value, d.TTL, TypedMapTable[K, UK, V]{})
 	return SubKeyedSortedMap[K, N, UK, V]{SubKeyedMap[K, N, UK, V]{h}}, err
 }
 

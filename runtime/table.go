@@ -72,6 +72,10 @@ type TableEnv struct {
 	CheckGroup func(cfg *StoreConfig, state string, kg int) error
 	// CheckKeys checks the arguments of State.Keys (storekit.CheckKeys).
 	CheckKeys func(cfg *StoreConfig, name string, closed bool, kg int, fn func(key []byte) bool) error
+	// Edit runs a MapState.Edit over the walk, deletions and puts of a
+	// table (storekit.Edit).
+	Edit func(state string, walk func(fn func(uk, v []byte) bool) error, del func(uk []byte) error, put func(uk, v []byte) error,
+		fn func(uk, v []byte) (MapEdit, error)) error
 }
 
 // TableLease is a snapshot's side of a Freeze: what the table asks of the

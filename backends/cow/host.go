@@ -59,6 +59,7 @@ func (s *Store) tableEnv() runtime.TableEnv {
 		CheckKey:   storekit.CheckKey,
 		CheckGroup: storekit.CheckGroup,
 		CheckKeys:  storekit.CheckKeys,
+		Edit:       storekit.Edit,
 	}
 }
 

@@ -37,19 +37,27 @@ func (rawCodec) DecodeValue(b []byte) (string, []byte, error) {
 	return string(b), nil, nil
 }
 
-// hostingStore is a cow store whose keyed value states without TTL are
-// all hosted tables (runtime.TypedValues of rawKey and string), as a typed handle
-// would make them: Register binds a handle with TypedValues first, which
+// hostingStore is a cow store whose keyed value and map states without
+// TTL are all hosted tables (runtime.TypedValues of rawKey and string,
+// runtime.TypedMaps of rawKey, rawKey and string), as a typed handle would
+// make them: Register binds a handle with TypedValues first, which
 // creates the table (or adopts a restored state), then returns the state
 // registered. States a Restore creates stay byte tables until then.
 type hostingStore struct{ *cow.Store }
 
 func (s hostingStore) Register(spec runtime.StateSpec) (runtime.State, error) {
-	if spec.Kind == runtime.KindValue && !spec.SubKeyed && spec.TTL == 0 {
-		// Errors are Register's too: it reports them below.
+	// Errors are Register's too: it reports them below.
+	switch {
+	case spec.SubKeyed || spec.TTL != 0:
+	case spec.Kind == runtime.KindValue:
 		_, _ = runtime.NewValue(s.Store, runtime.ValueDescriptor[rawKey, string]{
 			Name: spec.Name, Fingerprint: spec.Fingerprint, Schema: spec.Schema, Migrations: spec.Migrations,
 			Key: rawCodec{}, Value: rawCodec{}, Typed: runtime.TypedValues[rawKey, string](),
+		})
+	case spec.Kind == runtime.KindMap:
+		_, _ = runtime.NewMap(s.Store, runtime.MapDescriptor[rawKey, rawKey, string]{
+			Name: spec.Name, Fingerprint: spec.Fingerprint, Schema: spec.Schema, Migrations: spec.Migrations,
+			Key: rawCodec{}, UserKey: rawCodec{}, Value: rawCodec{}, Typed: runtime.TypedMaps[rawKey, rawKey, string](),
 		})
 	}
 	return s.Store.Register(spec)
@@ -70,7 +78,7 @@ func hostingFactory(opts cow.Options) storetest.Factory {
 }
 
 // TestConformanceHostedValues runs the shared conformance suite with every
-// keyed value state kept as a hosted table of Go values: the typed fast
+// keyed value and (unsorted) map state kept as a hosted table of Go values: the typed fast
 // path answers every rule of the Store contract at the byte level as the
 // store's own states do — snapshots while writing, restores, rescaling,
 // bad keys, writes from callbacks, Close.
@@ -89,11 +97,13 @@ func TestConformanceHostedValuesTrackedChains(t *testing.T) {
 func TestHostingStoreHostsValues(t *testing.T) {
 	s := hostingFactory(cow.Options{})(t, runtime.StoreConfig{})
 	defer s.Close()
-	st, err := s.Register(runtime.StateSpec{Name: "v", Kind: runtime.KindValue})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := st.(runtime.Table); !ok {
-		t.Fatalf("Register returned %T, not a hosted table", st)
+	for _, kind := range []runtime.Kind{runtime.KindValue, runtime.KindMap} {
+		st, err := s.Register(runtime.StateSpec{Name: kind.String(), Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := st.(runtime.Table); !ok {
+			t.Fatalf("Register of a %v state returned %T, not a hosted table", kind, st)
+		}
 	}
 }

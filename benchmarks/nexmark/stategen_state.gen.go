@@ -107,6 +107,7 @@ func DescribeQ5State() Q5StateDescriptors {
 			Key:         runtime.Int64Codec{},
 			Name:        "q5-counts",
 			Schema:      "stategen/v1 map key=int64 userkey=int64 value=int64",
+			Typed:       runtime.TypedMaps[int64, int64, int64](),
 			UserKey:     runtime.Int64Codec{},
 			Value:       runtime.Int64Codec{},
 		},

@@ -524,9 +524,14 @@ func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
 		}
 		dict[jen.Id("Migrations")] = jen.Index().Qual(RuntimePath, "Migration").Values(ms...)
 	}
-	if st.Kind == model.KindValue && !st.SubKeyed && st.TTL == 0 && st.Key.GoValue(true) && st.Value.GoValue(false) {
-		// Kept as Go values on a store that can (runtime.TableHost).
-		dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedValues").Types(e.typ(st.Key), e.typ(st.Value)).Call()
+	// Kept as Go values on a store that can (runtime.TableHost).
+	if !st.SubKeyed && st.TTL == 0 && st.Key.GoValue(true) && st.Value.GoValue(false) {
+		switch {
+		case st.Kind == model.KindValue:
+			dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedValues").Types(e.typ(st.Key), e.typ(st.Value)).Call()
+		case st.Kind == model.KindMap && st.UserKey.GoValue(true):
+			dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedMaps").Types(e.typ(st.Key), e.typ(st.UserKey), e.typ(st.Value)).Call()
+		}
 	}
 	targs = append(targs, e.typ(st.Value))
 	desc := ""

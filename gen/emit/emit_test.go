@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stategen/stategen/gen/model"
 )
@@ -109,6 +110,45 @@ func TestGeneratedFuzzChecksKeyOrder(t *testing.T) {
 	} {
 		if !strings.Contains(string(code), want) {
 			t.Errorf("generated test file lacks %q:\n%s", want, code)
+		}
+	}
+}
+
+// TestTypedTables: a descriptor asks for a table of Go values
+// (runtime.TypedValues, runtime.TypedMaps) exactly for the keyed value
+// and (unsorted) map states without TTL whose types allow it.
+func TestTypedTables(t *testing.T) {
+	i64, str := &model.Type{Kind: model.Int64}, &model.Type{Kind: model.String}
+	cases := []struct {
+		st   model.State
+		want string // "" for none
+	}{
+		{model.State{Kind: model.KindValue, Key: i64, Value: str}, "runtime.TypedValues[int64, string]()"},
+		{model.State{Kind: model.KindMap, Key: i64, UserKey: i64, Value: str}, "runtime.TypedMaps[int64, int64, string]()"},
+		{model.State{Kind: model.KindMap, Key: i64, UserKey: str, Value: str}, ""},
+		{model.State{Kind: model.KindMap, Key: str, UserKey: i64, Value: str}, ""},
+		{model.State{Kind: model.KindSortedMap, Key: i64, UserKey: i64, Value: str}, ""},
+		{model.State{Kind: model.KindMap, Key: i64, UserKey: i64, Value: str, TTL: time.Hour}, ""},
+		{model.State{Kind: model.KindMap, Key: i64, Namespace: i64, SubKeyed: true, UserKey: i64, Value: str}, ""},
+		{model.State{Kind: model.KindList, Key: i64, Value: str}, ""},
+	}
+	for i, c := range cases {
+		st := c.st
+		st.Field, st.Name = "F", "f"
+		p := &model.Package{Path: "example.com/p", Name: "p", Decls: map[string]token.Position{},
+			Structs: []*model.StateStruct{{Name: "S", States: []*model.State{&st}}}}
+		code, err := File(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if i := bytes.Index(code, []byte("Typed:")); i >= 0 {
+			line := code[i:]
+			line = line[:bytes.IndexByte(line, '\n')]
+			got = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(string(line), "Typed:")), ",")
+		}
+		if got != c.want {
+			t.Errorf("case %d (%v state, key %s): Typed %q, want %q", i, st.Kind, st.Key.ID(), got, c.want)
 		}
 	}
 }

@@ -1,0 +1,373 @@
+package runtime_test
+
+import (
+	"errors"
+	"maps"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
+)
+
+// mapDesc is the descriptor of the typed-map tests' state: int64 keys and
+// user keys, string values, kept as Go values where the store can (typed).
+func mapDesc(typed bool) runtime.MapDescriptor[int64, int64, string] {
+	d := runtime.MapDescriptor[int64, int64, string]{
+		Name: "maps", Fingerprint: "i64->i64->str", Key: runtime.Int64Codec{}, UserKey: runtime.Int64Codec{}, Value: runtime.StringCodec{},
+	}
+	if typed {
+		d.Typed = runtime.TypedMaps[int64, int64, string]()
+	}
+	return d
+}
+
+type mapHandle = runtime.Map[int64, int64, string]
+
+// entriesOf collects k's map through All, and checks that Keys, Values
+// and IsEmpty agree with it.
+func entriesOf(t *testing.T, m mapHandle, k int64) map[int64]string {
+	t.Helper()
+	got := map[int64]string{}
+	for e, err := range m.All(k) {
+		check(t, err)
+		if _, dup := got[e.Key]; dup {
+			t.Fatalf("All(%d) yields user key %d twice", k, e.Key)
+		}
+		got[e.Key] = e.Value
+	}
+	n := 0
+	for uk, err := range m.Keys(k) {
+		check(t, err)
+		if _, ok := got[uk]; !ok {
+			t.Fatalf("Keys(%d) yields %d, which All does not", k, uk)
+		}
+		n++
+	}
+	values := 0
+	for _, err := range m.Values(k) {
+		check(t, err)
+		values++
+	}
+	empty, err := m.IsEmpty(k)
+	check(t, err)
+	if n != len(got) || values != len(got) || empty != (len(got) == 0) {
+		t.Fatalf("key %d: All has %d entries, Keys %d, Values %d, IsEmpty %v", k, len(got), n, values, empty)
+	}
+	return got
+}
+
+// TestTypedMapsMatchBytes drives a typed Map on cow (a hosted table) and a
+// byte Map on another cow store through the same random operations —
+// Put, Update (some of whose functions take a snapshot), Delete, Get,
+// Contains, All, Edit, Clear — with snapshots scanned on other goroutines
+// while the writes go on and released out of order: every read answers
+// alike, and every snapshot holds what the byte store's snapshot of the
+// same moment holds, whatever is written after it.
+func TestTypedMapsMatchBytes(t *testing.T) {
+	cfg := runtime.StoreConfig{MaxParallelism: 8}
+	ts, bs := newCow(t, cfg), newCow(t, cfg)
+	tm := must[mapHandle](t)(runtime.NewMap(ts, mapDesc(true)))
+	bm := must[mapHandle](t)(runtime.NewMap(bs, mapDesc(false)))
+	if !isTable(t, ts, "maps") || isTable(t, bs, "maps") {
+		t.Fatal("the typed handle's state is not a table, or the byte handle's is")
+	}
+	type pair struct {
+		ts   runtime.Snapshot
+		want storetest.Contents // bs's snapshot, dumped at once
+	}
+	var live []pair
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	scanned := make(chan error, 1000)
+	snapshot := func() {
+		p := pair{ts: must[runtime.Snapshot](t)(ts.Snapshot())}
+		bsnap := must[runtime.Snapshot](t)(bs.Snapshot())
+		p.want = must[storetest.Contents](t)(storetest.Dump(bsnap))
+		check(t, bsnap.Release())
+		wg.Add(1)
+		go func(v runtime.View, want storetest.Contents) {
+			defer wg.Done()
+			c, err := storetest.Dump(v)
+			if err == nil {
+				if d := cmp.Diff(want, c); d != "" {
+					err = errors.New("snapshot scanned while writing differs (-bytes +typed):\n" + d)
+				}
+			}
+			scanned <- err
+		}(p.ts, p.want)
+		live = append(live, p)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 30000 {
+		k, uk := rng.Int64N(20), rng.Int64N(40)
+		val := strings.Repeat("v", rng.IntN(4)) + string(rune('a'+i%26))
+		switch op := rng.IntN(200); {
+		case op < 60:
+			check(t, tm.Put(k, uk, val))
+			check(t, bm.Put(k, uk, val))
+		case op < 90:
+			snap := op < 63 && len(live) < 4
+			for _, m := range []mapHandle{tm, bm} {
+				check(t, m.Update(k, uk, func(old string, found bool) string {
+					if snap && m == tm {
+						snapshot() // both stores, before either writes
+					}
+					if found {
+						return old + val
+					}
+					return val
+				}))
+			}
+		case op < 115:
+			check(t, tm.Delete(k, uk))
+			check(t, bm.Delete(k, uk))
+		case op < 120:
+			a, errA := tm.Contains(k, uk)
+			b, errB := bm.Contains(k, uk)
+			check(t, errors.Join(errA, errB))
+			if a != b {
+				t.Fatalf("op %d: Contains(%d, %d): typed %v, bytes %v", i, k, uk, a, b)
+			}
+		case op < 160:
+			a, fa, errA := tm.Get(k, uk)
+			b, fb, errB := bm.Get(k, uk)
+			check(t, errors.Join(errA, errB))
+			if a != b || fa != fb {
+				t.Fatalf("op %d: Get(%d, %d): typed %q %v, bytes %q %v", i, k, uk, a, fa, b, fb)
+			}
+		case op < 180:
+			if a, b := entriesOf(t, tm, k), entriesOf(t, bm, k); !maps.Equal(a, b) {
+				t.Fatalf("op %d: All(%d): typed %v, bytes %v", i, k, a, b)
+			}
+		case op < 190:
+			// Edit deletes the entries of odd user keys and appends to
+			// the others: the order of the walk does not matter.
+			for _, m := range []mapHandle{tm, bm} {
+				check(t, m.Edit(k, func(uk int64, v *string) (runtime.EditAction, error) {
+					if uk%2 == 1 {
+						return runtime.EditDelete, nil
+					}
+					*v += "e"
+					return runtime.EditReplace, nil
+				}))
+			}
+		case op < 193:
+			check(t, tm.Clear(k))
+			check(t, bm.Clear(k))
+		case op < 196 && len(live) < 4:
+			snapshot()
+		case len(live) > 0:
+			j := rng.IntN(len(live))
+			p := live[j]
+			wg.Wait() // the scan of it, and of the others, is over
+			if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
+				t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", i, d)
+			}
+			check(t, p.ts.Release())
+			live = append(live[:j], live[j+1:]...)
+		}
+	}
+	wg.Wait()
+	close(scanned)
+	for err := range scanned {
+		check(t, err)
+	}
+	for _, p := range live {
+		if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
+			t.Fatalf("a snapshot changed after it was taken (-bytes +typed):\n%s", d)
+		}
+		check(t, p.ts.Release())
+	}
+	a, b := must[runtime.Snapshot](t)(ts.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
+	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
+		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
+	}
+	check(t, errors.Join(a.Release(), b.Release()))
+}
+
+// TestTypedMapsRestore restores a snapshot of a typed map into the stores
+// of two instances (a rescale), bound before the Restore (the table loads
+// the entries) and after it (the restored byte state becomes a table):
+// each reads what was written in its own key groups, holds what a byte
+// store restored from the same snapshot holds, and writes the loaded maps.
+func TestTypedMapsRestore(t *testing.T) {
+	const maxP = 16
+	src := newCow(t, runtime.StoreConfig{MaxParallelism: maxP})
+	m := must[mapHandle](t)(runtime.NewMap(src, mapDesc(true)))
+	want := map[int64]map[int64]string{}
+	for k := range int64(200) {
+		want[k] = map[int64]string{}
+		for uk := range k % 5 {
+			want[k][uk] = strings.Repeat("x", int(uk))
+			check(t, m.Put(k, uk, want[k][uk]))
+		}
+	}
+	snap := must[runtime.Snapshot](t)(src.Snapshot())
+	defer snap.Release()
+	for _, before := range []bool{true, false} {
+		for i := range 2 {
+			groups := must[runtime.KeyGroupRange](t)(runtime.KeyGroupRangeForOperator(maxP, 2, i))
+			dst := newCow(t, runtime.StoreConfig{MaxParallelism: maxP, KeyGroups: groups})
+			var h mapHandle
+			if before {
+				h = must[mapHandle](t)(runtime.NewMap(dst, mapDesc(true)))
+			}
+			check(t, dst.Restore(snap))
+			if !before {
+				h = must[mapHandle](t)(runtime.NewMap(dst, mapDesc(true)))
+			}
+			if !isTable(t, dst, "maps") {
+				t.Fatalf("bound before restore %v: the state is not a table", before)
+			}
+			for k, w := range want {
+				if !groups.Contains(runtime.KeyGroupOfHash(runtime.HashKey(runtime.Int64Codec{}.AppendKey(nil, k)), maxP)) {
+					if _, _, err := h.Get(k, 0); !errors.Is(err, runtime.ErrKeyGroupNotOwned) {
+						t.Fatalf("instance %d: Get(%d) of another instance's key: %v, want ErrKeyGroupNotOwned", i, k, err)
+					}
+					continue
+				}
+				if got := entriesOf(t, h, k); !maps.Equal(got, w) {
+					t.Fatalf("bound before restore %v, instance %d: All(%d) = %v, want %v", before, i, k, got, w)
+				}
+			}
+			bs := newCow(t, runtime.StoreConfig{MaxParallelism: maxP, KeyGroups: groups})
+			check(t, bs.Restore(snap))
+			a, b := must[runtime.Snapshot](t)(dst.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
+			if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
+				t.Fatalf("restored contents differ (-bytes +typed):\n%s", d)
+			}
+			// A write to a loaded map, under a live snapshot, leaves the
+			// snapshot as it was.
+			for k := range want {
+				if groups.Contains(runtime.KeyGroupOfHash(runtime.HashKey(runtime.Int64Codec{}.AppendKey(nil, k)), maxP)) {
+					check(t, h.Update(k, 0, func(old string, _ bool) string { return old + "!" }))
+				}
+			}
+			if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
+				t.Fatalf("a snapshot of restored maps changed with a write (-before +after):\n%s", d)
+			}
+			check(t, errors.Join(a.Release(), b.Release()))
+			if err := dst.Restore(snap); !errors.Is(err, runtime.ErrRestoreConflict) {
+				t.Fatalf("restore into a loaded table: %v, want ErrRestoreConflict", err)
+			}
+		}
+	}
+}
+
+// TestTypedMapsRestoreCorrupt: a checkpoint whose user keys or values do
+// not decode as the table's types fails the Restore with ErrCorrupt,
+// naming the state, and loads nothing.
+func TestTypedMapsRestoreCorrupt(t *testing.T) {
+	cfg := runtime.StoreConfig{MaxParallelism: 8}
+	for name, d := range map[string]runtime.MapDescriptor[int64, int64, string]{
+		"value":    {Name: "maps", Fingerprint: "i64->i64->str", Key: runtime.Int64Codec{}, UserKey: runtime.Int64Codec{}, Value: rawString{}},
+		"user key": {Name: "maps", Fingerprint: "i64->i64->str", Key: runtime.Int64Codec{}, UserKey: shortKey{}, Value: runtime.StringCodec{}},
+	} {
+		src := newCow(t, cfg)
+		bad := must[mapHandle](t)(runtime.NewMap(src, d))
+		check(t, bad.Put(1, 1, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"))
+		snap := must[runtime.Snapshot](t)(src.Snapshot())
+		fresh := newCow(t, cfg)
+		h := must[mapHandle](t)(runtime.NewMap(fresh, mapDesc(true)))
+		err := fresh.Restore(snap)
+		if !errors.Is(err, runtime.ErrCorrupt) || !strings.Contains(err.Error(), `"maps"`) || !strings.Contains(err.Error(), name) {
+			t.Fatalf("restore of an undecodable %s: %v, want ErrCorrupt naming the state and the %s", name, err, name)
+		}
+		if empty, err := h.IsEmpty(1); err != nil || !empty {
+			t.Fatalf("after a failed restore IsEmpty(1) = %v, %v; want nothing loaded", empty, err)
+		}
+		check(t, snap.Release())
+	}
+}
+
+// shortKey encodes an int64 user key in one byte, which Int64Codec does
+// not decode.
+type shortKey struct{}
+
+func (shortKey) AppendKey(dst []byte, k int64) []byte { return append(dst, byte(k)) }
+func (shortKey) DecodeKey(b []byte) (int64, []byte, error) {
+	if len(b) == 0 {
+		return 0, nil, errors.New("shortKey: empty")
+	}
+	return int64(b[0]), b[1:], nil
+}
+
+// TestTypedMapsRules: a typed map refuses unsafe user key types, is bytes
+// where it cannot be a table (a sorted map, a TTL, a sub-keyed map, a
+// store that hosts no tables), and keeps the store's rules: no write from
+// an iteration or an Update's function, ErrClosed after Close.
+func TestTypedMapsRules(t *testing.T) {
+	s := newCow(t, runtime.StoreConfig{})
+	_, err := runtime.NewMap(s, runtime.MapDescriptor[int64, string, int64]{
+		Name: "str", Key: runtime.Int64Codec{}, UserKey: runtime.StringCodec{}, Value: runtime.Int64Codec{},
+		Typed: runtime.TypedMaps[int64, string, int64](),
+	})
+	if !errors.Is(err, runtime.ErrInvalidState) || !strings.Contains(err.Error(), "user key type string") {
+		t.Fatalf("a string user key: %v, want ErrInvalidState naming the user key type", err)
+	}
+	sorted := mapDesc(true)
+	sorted.Name = "sorted"
+	sm := must[runtime.SortedMap[int64, int64, string]](t)(runtime.NewSortedMap(s, sorted))
+	if isTable(t, s, "sorted") {
+		t.Fatal("a sorted map is a table")
+	}
+	check(t, sm.Put(1, 2, "x"))
+	if e, ok, err := sm.First(1); err != nil || !ok || e.Key != 2 {
+		t.Fatalf("sorted map First = %v %v %v", e, ok, err)
+	}
+
+	m := must[mapHandle](t)(runtime.NewMap(s, mapDesc(true)))
+	if !isTable(t, s, "maps") {
+		t.Fatal("not a table")
+	}
+	check(t, m.Put(1, 1, "one"))
+	for _, err := range m.All(1) {
+		check(t, err)
+		if err := m.Put(1, 2, "x"); !errors.Is(err, runtime.ErrWriteDuringIteration) {
+			t.Fatalf("Put inside All: %v, want ErrWriteDuringIteration", err)
+		}
+		if got, _, err := m.Get(1, 1); err != nil || got != "one" {
+			t.Fatalf("Get inside All: %q, %v", got, err)
+		}
+	}
+	var inner error
+	check(t, m.Update(1, 1, func(old string, _ bool) string {
+		inner = m.Delete(1, 1)
+		return old + "!"
+	}))
+	if !errors.Is(inner, runtime.ErrWriteDuringIteration) {
+		t.Fatalf("Delete inside Update's function: %v, want ErrWriteDuringIteration", inner)
+	}
+	if got, _, _ := m.Get(1, 1); got != "one!" {
+		t.Fatalf("after Update: %q", got)
+	}
+	check(t, m.Delete(1, 1))
+	if empty, err := m.IsEmpty(1); err != nil || !empty {
+		t.Fatalf("after the last Delete IsEmpty = %v, %v", empty, err)
+	}
+	n := 0
+	for _, err := range m.AllKeys() {
+		check(t, err)
+		n++
+	}
+	if n != 0 {
+		t.Fatalf("a map whose last entry was deleted still has its key: %d keys", n)
+	}
+	check(t, s.Close())
+	if _, _, err := m.Get(1, 1); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if err := m.Update(1, 1, func(string, bool) string { return "" }); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Update after Close: %v", err)
+	}
+	for _, err := range m.All(1) {
+		if !errors.Is(err, runtime.ErrClosed) {
+			t.Fatalf("All after Close: %v", err)
+		}
+	}
+}
