@@ -154,6 +154,16 @@ func TypedValues[K comparable, V any]() TypedTable[K, V] {
 	return TypedTable[K, V]{mk: newValueTable[K, V]}
 }
 
+// TypedSlices is TypedValues for a value state whose values are slices of
+// E, with E as TypedValues allows a value (so no slice in an E): the
+// table keeps a copy of each slice it is given, in an array of its own
+// that later Puts of the key reuse, and gives out copies — a Get a new
+// slice, a GetInto the caller's slice, reused, as decoding would. A
+// snapshot's copy of a key group copies the slices too.
+func TypedSlices[K comparable, E any]() TypedTable[K, []E] {
+	return TypedTable[K, []E]{mk: newSliceTable[K, E]}
+}
+
 // goValueSafe checks that t may be a table's key type (key) or value type:
 // see TypedValues.
 func goValueSafe(t reflect.Type, key bool) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -369,5 +370,143 @@ func TestTypedMapsRules(t *testing.T) {
 		if !errors.Is(err, runtime.ErrClosed) {
 			t.Fatalf("All after Close: %v", err)
 		}
+	}
+}
+
+// int64s is a value codec of []int64: a length, then varints.
+type int64s struct{}
+
+func (int64s) AppendValue(dst []byte, v []int64) []byte {
+	dst = runtime.AppendUvarint(dst, uint64(len(v)))
+	for _, x := range v {
+		dst = runtime.AppendVarint(dst, x)
+	}
+	return dst
+}
+
+func (int64s) DecodeValue(b []byte) ([]int64, []byte, error) {
+	n, b, err := runtime.DecodeLen(b)
+	if err != nil || n == 0 {
+		return nil, b, err
+	}
+	v := make([]int64, n)
+	for i := range v {
+		if v[i], b, err = runtime.DecodeVarint(b); err != nil {
+			return nil, nil, err
+		}
+	}
+	return v, b, nil
+}
+
+// TestTypedSlicesMatchBytes drives a typed Value of []int64 (TypedSlices)
+// and a byte one through the same random operations, with snapshots
+// scanned while the writes go on: every read answers alike, every
+// snapshot holds what the byte store's held, and no slice is shared
+// between the table and its callers — changing a slice after Put, or one
+// that Get, GetInto or an Update's function was given, changes no state.
+func TestTypedSlicesMatchBytes(t *testing.T) {
+	cfg := runtime.StoreConfig{MaxParallelism: 8}
+	ts, bs := newCow(t, cfg), newCow(t, cfg)
+	desc := func(typed bool) runtime.ValueDescriptor[int64, []int64] {
+		d := runtime.ValueDescriptor[int64, []int64]{Name: "slices", Key: runtime.Int64Codec{}, Value: int64s{}}
+		if typed {
+			d.Typed = runtime.TypedSlices[int64, int64]()
+		}
+		return d
+	}
+	tv := must[runtime.Value[int64, []int64]](t)(runtime.NewValue(ts, desc(true)))
+	bv := must[runtime.Value[int64, []int64]](t)(runtime.NewValue(bs, desc(false)))
+	if !isTable(t, ts, "slices") {
+		t.Fatal("the typed handle's state is not a table")
+	}
+	type pair struct {
+		ts   runtime.Snapshot
+		want storetest.Contents
+	}
+	var live []pair
+	var reuse []int64 // GetInto's slice, kept across calls as a caller would
+	same := func(op int, what string, a, b []int64) {
+		t.Helper()
+		if !slices.Equal(a, b) {
+			t.Fatalf("op %d: %s: typed %v, bytes %v", op, what, a, b)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 20000 {
+		k := rng.Int64N(50)
+		val := make([]int64, rng.IntN(6))
+		for j := range val {
+			val[j] = rng.Int64N(1000)
+		}
+		switch op := rng.IntN(100); {
+		case op < 30:
+			check(t, tv.Put(k, val))
+			check(t, bv.Put(k, val))
+			if len(val) > 0 {
+				val[0] = -1 // the caller's slice, not the table's
+			}
+		case op < 45:
+			for _, h := range []runtime.Value[int64, []int64]{tv, bv} {
+				check(t, h.Update(k, func(old []int64, found bool) []int64 {
+					if len(old) > 0 {
+						old[0]++ // fn may change what it is given
+					}
+					return append(old, int64(i))
+				}))
+			}
+		case op < 55:
+			check(t, tv.Delete(k))
+			check(t, bv.Delete(k))
+		case op < 75:
+			a, fa, errA := tv.Get(k)
+			b, fb, errB := bv.Get(k)
+			check(t, errors.Join(errA, errB))
+			same(i, "Get", a, b)
+			if fa != fb {
+				t.Fatalf("op %d: Get(%d) found: typed %v, bytes %v", i, k, fa, fb)
+			}
+			if len(a) > 0 {
+				a[0] = -2
+			}
+		case op < 95:
+			fa, errA := tv.GetInto(k, &reuse)
+			var b []int64
+			fb, errB := bv.GetInto(k, &b)
+			check(t, errors.Join(errA, errB))
+			if fa != fb || fa && !slices.Equal(reuse, b) {
+				t.Fatalf("op %d: GetInto(%d): typed %v %v, bytes %v %v", i, k, reuse, fa, b, fb)
+			}
+			if fa && len(reuse) > 0 {
+				reuse[0] = -3
+			}
+		case op < 97 && len(live) < 3:
+			p := pair{ts: must[runtime.Snapshot](t)(ts.Snapshot())}
+			bsnap := must[runtime.Snapshot](t)(bs.Snapshot())
+			p.want = must[storetest.Contents](t)(storetest.Dump(bsnap))
+			check(t, bsnap.Release())
+			live = append(live, p)
+		case len(live) > 0:
+			j := rng.IntN(len(live))
+			p := live[j]
+			if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
+				t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", i, d)
+			}
+			check(t, p.ts.Release())
+			live = append(live[:j], live[j+1:]...)
+		}
+	}
+	for _, p := range live {
+		check(t, p.ts.Release())
+	}
+	a, b := must[runtime.Snapshot](t)(ts.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
+	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
+		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
+	}
+	check(t, errors.Join(a.Release(), b.Release()))
+	// An element type that may not be a table's value is refused.
+	_, err := runtime.NewValue(ts, runtime.ValueDescriptor[int64, [][]int64]{Name: "nested", Key: runtime.Int64Codec{}, Value: nopCodec[[][]int64]{},
+		Typed: runtime.TypedSlices[int64, []int64]()})
+	if !errors.Is(err, runtime.ErrInvalidState) || !strings.Contains(err.Error(), "[]int64") {
+		t.Fatalf("slices of slices: %v, want ErrInvalidState naming []int64", err)
 	}
 }

@@ -9,9 +9,11 @@ import "fmt"
 // No pointer goes through these calls, which the compiler cannot see
 // through: a pointer passed would escape, and its variable be allocated on
 // the heap at every call (a Key is 64 bytes). tget returns the value for
-// the same reason.
+// the same reason, and tgetInto takes the value to reuse (GetInto) and
+// returns it.
 type typedValue[K, V any] interface {
 	tget(kg int, hash uint64, key K) (V, bool, error)
+	tgetInto(kg int, hash uint64, key K, reuse V) (V, bool, error)
 	tcontains(kg int, hash uint64, key K) (bool, error)
 	tput(kg int, hash uint64, key K, v V) error
 	tupdate(kg int, hash uint64, key K, fn func(old V, found bool) V) error
@@ -22,8 +24,16 @@ type typedValue[K, V any] interface {
 // values (otab) per owned key group.
 type valueTable[K comparable, V any] struct {
 	tableBase
-	keys   canon[K]
-	vc     ValueCodec[V]
+	keys canon[K]
+	vc   ValueCodec[V]
+	// cp, if set, copies src into dst's memory (reused) and returns the
+	// copy: the values are slices (TypedSlices), whose arrays the table
+	// owns and the caller must not share. Without it a value is copied by
+	// assignment.
+	cp func(dst, src V) V
+	// drop, if set (with cp), is given the value of a key deleted, whose
+	// array a later copy may reuse.
+	drop   func(v V)
 	groups []valueGroup[K, V]
 	buf    []byte // the encoded value of a byte-level Get
 	ubuf   []byte // the encoded old value of a byte-level Update
@@ -37,18 +47,80 @@ type valueGroup[K comparable, V any] struct {
 }
 
 func newValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCodec[K], vc ValueCodec[V]) (Table, error) {
-	if spec.Kind != KindValue || spec.SubKeyed || spec.TTL != 0 {
-		return nil, fmt.Errorf("%w: state %q: only keyed value states without TTL are kept as Go values", ErrInvalidState, spec.Name)
+	if err := checkValueTable(&spec); err != nil {
+		return nil, err
 	}
 	if err := checkTableTypes[K, V](&spec, "key"); err != nil {
 		return nil, err
 	}
+	return makeValueTable(spec, env, kc, vc, nil), nil
+}
+
+// newSliceTable is newValueTable for values that are slices of E: E must
+// be what a value table may hold, and the table copies the slices in and
+// out (cp).
+func newSliceTable[K comparable, E any](spec StateSpec, env TableEnv, kc KeyCodec[K], vc ValueCodec[[]E]) (Table, error) {
+	if err := checkValueTable(&spec); err != nil {
+		return nil, err
+	}
+	if err := checkTableTypes[K, E](&spec, "key"); err != nil {
+		return nil, err
+	}
+	t := makeValueTable(spec, env, kc, vc, nil)
+	var free slicePool[E]
+	t.cp, t.drop = free.copy, free.put
+	return t, nil
+}
+
+// slicePool keeps the arrays of a slice table's deleted values for the
+// copies it makes next, so that a key deleted and written again (a
+// session closed and another opened) allocates nothing. It keeps a
+// bounded number of small arrays.
+type slicePool[E any] struct{ free [][]E }
+
+// Bounds of a slicePool: how many arrays, of at most how many elements.
+const (
+	slicePoolArrays = 256
+	slicePoolCap    = 64
+)
+
+// copy returns src copied into dst's array, or into one of the pool's if
+// dst has none.
+func (p *slicePool[E]) copy(dst, src []E) []E {
+	if cap(dst) == 0 && len(src) != 0 {
+		if n := len(p.free); n != 0 {
+			dst = p.free[n-1]
+			p.free[n-1] = nil
+			p.free = p.free[:n-1]
+		}
+	}
+	return append(dst[:0], src...)
+}
+
+// put keeps v's array, which no one else holds, for a later copy.
+func (p *slicePool[E]) put(v []E) {
+	if c := cap(v); c != 0 && c <= slicePoolCap && len(p.free) < slicePoolArrays {
+		clear(v[:c]) // keep no pointers the elements may hold
+		p.free = append(p.free, v[:0])
+	}
+}
+
+// checkValueTable checks that spec is a state a value table can be.
+func checkValueTable(spec *StateSpec) error {
+	if spec.Kind != KindValue || spec.SubKeyed || spec.TTL != 0 {
+		return fmt.Errorf("%w: state %q: only keyed value states without TTL are kept as Go values", ErrInvalidState, spec.Name)
+	}
+	return nil
+}
+
+func makeValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCodec[K], vc ValueCodec[V], cp func(dst, src V) V) *valueTable[K, V] {
 	return &valueTable[K, V]{
 		tableBase: newTableBase(spec, env),
 		keys:      canon[K]{kc: kc},
 		vc:        vc,
+		cp:        cp,
 		groups:    make([]valueGroup[K, V], env.Config.KeyGroups.Len()),
-	}, nil
+	}
 }
 
 // keyed checks a byte-level operation on k, a write if write
@@ -73,11 +145,31 @@ func (t *valueTable[K, V]) group(kg int, write bool) (*valueGroup[K, V], error) 
 }
 
 // own makes g's slots the table's own to write: a copy if a live snapshot
-// may be reading them.
-func (g *valueGroup[K, V]) own() {
+// may be reading them, with copies of their slices (cp) if the values are
+// slices, so that the table always owns the arrays of its slots and
+// writes them in place.
+func (t *valueTable[K, V]) own(g *valueGroup[K, V]) {
 	if g.holders.held() {
 		g.m = g.m.clone()
+		if t.cp != nil {
+			var zero V
+			for i := range g.m.slots {
+				if s := &g.m.slots[i]; s.h != 0 {
+					s.v = t.cp(zero, s.v)
+				}
+			}
+		}
 	}
+}
+
+// store sets key's value to v: a copy into the slot's array if the values
+// are slices. The caller owns g.
+func (t *valueTable[K, V]) store(g *valueGroup[K, V], hash uint64, key K, v V) {
+	p, _ := g.m.slot(hash, key)
+	if t.cp != nil {
+		v = t.cp(*p, v)
+	}
+	*p = v
 }
 
 func (t *valueTable[K, V]) tget(kg int, hash uint64, key K) (V, bool, error) {
@@ -87,6 +179,25 @@ func (t *valueTable[K, V]) tget(kg int, hash uint64, key K) (V, bool, error) {
 		return zero, false, err
 	}
 	v, ok := g.m.get(hash, key)
+	if ok && t.cp != nil {
+		var zero V
+		v = t.cp(zero, v)
+	}
+	return v, ok, nil
+}
+
+func (t *valueTable[K, V]) tgetInto(kg int, hash uint64, key K, reuse V) (V, bool, error) {
+	if t.cp == nil {
+		return t.tget(kg, hash, key)
+	}
+	g, err := t.group(kg, false)
+	if err != nil {
+		return reuse, false, err
+	}
+	v, ok := g.m.get(hash, key)
+	if ok {
+		v = t.cp(reuse, v)
+	}
 	return v, ok, nil
 }
 
@@ -103,8 +214,8 @@ func (t *valueTable[K, V]) tput(kg int, hash uint64, key K, v V) error {
 	if err != nil {
 		return err
 	}
-	g.own()
-	g.m.put(hash, key, v)
+	t.own(g)
+	t.store(g, hash, key, v)
 	return nil
 }
 
@@ -114,13 +225,17 @@ func (t *valueTable[K, V]) tupdate(kg int, hash uint64, key K, fn func(old V, fo
 		return err
 	}
 	old, found := g.m.get(hash, key)
+	if found && t.cp != nil {
+		var zero V
+		old = t.cp(zero, old) // fn may change it
+	}
 	// fn must not write to the store, as in every ValueUpdater; it may
 	// take a snapshot, which own, after it, copies the slots for.
 	t.begin()
 	defer t.done()
 	nv := fn(old, found)
-	g.own()
-	g.m.put(hash, key, nv)
+	t.own(g)
+	t.store(g, hash, key, nv)
 	return nil
 }
 
@@ -129,9 +244,20 @@ func (t *valueTable[K, V]) tdelete(kg int, hash uint64, key K) error {
 	if err != nil {
 		return err
 	}
-	g.own()
-	g.m.del(hash, key)
+	t.del(g, hash, key)
 	return nil
+}
+
+// del removes key from g, which it owns first, and gives its value to
+// drop if the table has one.
+func (t *valueTable[K, V]) del(g *valueGroup[K, V], hash uint64, key K) {
+	t.own(g)
+	if t.drop != nil {
+		if v, ok := g.m.get(hash, key); ok {
+			t.drop(v)
+		}
+	}
+	g.m.del(hash, key)
 }
 
 // decodeKey decodes the key of k, which must be the encoding of a K: the
@@ -178,7 +304,7 @@ func (t *valueTable[K, V]) Put(k Key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	g.own()
+	t.own(g)
 	g.m.put(k.Hash(), key, v)
 	return nil
 }
@@ -207,7 +333,7 @@ func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte
 	if v, err = t.decodeValue(nb); err != nil {
 		return err
 	}
-	g.own() // after fn, which may have taken a snapshot
+	t.own(g) // after fn, which may have taken a snapshot
 	g.m.put(k.Hash(), key, v)
 	return nil
 }
@@ -224,8 +350,7 @@ func (t *valueTable[K, V]) Clear(k Key) error {
 	if err != nil {
 		return err
 	}
-	g.own()
-	g.m.del(k.Hash(), key)
+	t.del(g, k.Hash(), key)
 	return nil
 }
 

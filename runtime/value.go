@@ -93,7 +93,16 @@ func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
 // IntoDecoder makes it escape, which get must not.
 func (h *valueHandle[K, N, V]) getInto(k K, n N, dst *V) (bool, error) {
 	if h.typed != nil {
-		return h.tget(k, n, dst)
+		var key Key
+		h.key(&key, k, n)
+		v, ok, err := h.typed.tgetInto(key.Group(), key.Hash(), k, *dst)
+		if err != nil {
+			return false, h.errorf("get", err)
+		}
+		if ok {
+			*dst = v
+		}
+		return ok, nil
 	}
 	b, ok, err := h.lookup(k, n)
 	if err != nil || !ok {

@@ -297,6 +297,7 @@ func DescribeQ11State() Q11StateDescriptors {
 			Key:         runtime.Int64Codec{},
 			Name:        "q11-sessions",
 			Schema:      "stategen/v1 value key=int64 value=[]struct{Start int64;End int64;Count int64;Timer int64}",
+			Typed:       runtime.TypedSlices[int64, Q11Session](),
 			Value:       stategenCodecSliceOfQ11Session{},
 		},
 		Timers: runtime.TimersDescriptor[int64, int64]{

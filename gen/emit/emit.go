@@ -525,11 +525,13 @@ func (e *emitter) descriptor(st *model.State) (jen.Code, jen.Dict) {
 		dict[jen.Id("Migrations")] = jen.Index().Qual(RuntimePath, "Migration").Values(ms...)
 	}
 	// Kept as Go values on a store that can (runtime.TableHost).
-	if !st.SubKeyed && st.TTL == 0 && st.Key.GoValue(true) && st.Value.GoValue(false) {
+	if !st.SubKeyed && st.TTL == 0 && st.Key.GoValue(true) {
 		switch {
-		case st.Kind == model.KindValue:
+		case st.Kind == model.KindValue && st.Value.GoValue(false):
 			dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedValues").Types(e.typ(st.Key), e.typ(st.Value)).Call()
-		case st.Kind == model.KindMap && st.UserKey.GoValue(true):
+		case st.Kind == model.KindValue && st.Value.Kind == model.Slice && st.Value.Elem.GoValue(false):
+			dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedSlices").Types(e.typ(st.Key), e.typ(st.Value.Elem)).Call()
+		case st.Kind == model.KindMap && st.UserKey.GoValue(true) && st.Value.GoValue(false):
 			dict[jen.Id("Typed")] = jen.Qual(RuntimePath, "TypedMaps").Types(e.typ(st.Key), e.typ(st.UserKey), e.typ(st.Value)).Call()
 		}
 	}

@@ -115,8 +115,8 @@ func TestGeneratedFuzzChecksKeyOrder(t *testing.T) {
 }
 
 // TestTypedTables: a descriptor asks for a table of Go values
-// (runtime.TypedValues, runtime.TypedMaps) exactly for the keyed value
-// and (unsorted) map states without TTL whose types allow it.
+// (runtime.TypedValues, TypedSlices, TypedMaps) exactly for the keyed
+// value and (unsorted) map states without TTL whose types allow it.
 func TestTypedTables(t *testing.T) {
 	i64, str := &model.Type{Kind: model.Int64}, &model.Type{Kind: model.String}
 	cases := []struct {
@@ -131,6 +131,9 @@ func TestTypedTables(t *testing.T) {
 		{model.State{Kind: model.KindMap, Key: i64, UserKey: i64, Value: str, TTL: time.Hour}, ""},
 		{model.State{Kind: model.KindMap, Key: i64, Namespace: i64, SubKeyed: true, UserKey: i64, Value: str}, ""},
 		{model.State{Kind: model.KindList, Key: i64, Value: str}, ""},
+		{model.State{Kind: model.KindValue, Key: i64, Value: &model.Type{Kind: model.Slice, Elem: str}}, "runtime.TypedSlices[int64, string]()"},
+		{model.State{Kind: model.KindValue, Key: i64, Value: &model.Type{Kind: model.Slice, Elem: &model.Type{Kind: model.Slice, Elem: i64}}}, ""},
+		{model.State{Kind: model.KindMap, Key: i64, UserKey: i64, Value: &model.Type{Kind: model.Slice, Elem: i64}}, ""},
 	}
 	for i, c := range cases {
 		st := c.st
