@@ -77,15 +77,18 @@
 // delete or replace the entries it visits, as Flink's iterator.remove and
 // entry.setValue do.
 //
-// A keyed value state may be kept as Go values rather than bytes, where the
-// store can host it (TableHost: backends/cow) and its types allow it
-// (TypedValues, which stategen sets in the descriptors it generates): a
-// hash table of (hash, key, value) slots per key group, read and written
-// by the handle without encoding the value, frozen by a snapshot and
-// copied by key group on the next write, encoded only by the snapshot's
-// Scan and decoded by Restore (table.go). The checkpoint format, the rules
-// of the Store contract and every answer of the handle are those of the
-// bytes: only where the entries live in between changes.
+// A keyed value or (unsorted) map state may be kept as Go values rather
+// than bytes, where the store can host it (TableHost: backends/cow) and
+// its types allow it (TypedValues, TypedSlices and TypedMaps, which
+// stategen sets in the descriptors it generates): a hash table of (hash,
+// key, value) slots per key group — for a map, of keys to a hash table of
+// user keys per key — read and written by the handle without encoding the
+// value, frozen by a snapshot and copied by key group (and map) on the
+// next write, encoded only by the snapshot's Scan and decoded by Restore
+// (table.go, table_value.go, table_map.go). Slices are copied in and out,
+// so that the table and its callers never share an array. The checkpoint
+// format, the rules of the Store contract and every answer of the handle
+// are those of the bytes: only where the entries live in between changes.
 //
 // # What windows need
 //

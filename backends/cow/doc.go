@@ -227,8 +227,9 @@
 // # Tables of Go values (runtime.TableHost)
 //
 // The Store also hosts the tables of Go values that the typed layer makes
-// for keyed value states whose types allow it (runtime.TypedValues, which
-// stategen sets in the descriptors it generates): DESIGN.md §3's typed
+// for keyed value and unsorted map states whose types allow it
+// (runtime.TypedValues, TypedSlices and TypedMaps, which stategen sets in
+// the descriptors it generates): DESIGN.md §3's typed
 // fast path. Such a state is a runtime.Table rather than tables of
 // records, and the store treats it as one of its own: HostTable registers
 // it with Register's checks, Snapshot freezes it (runtime.Table.Freeze: per
@@ -242,8 +243,8 @@
 // handle may hold is never changed under it, so a typed handle that binds
 // after a byte-level Register gets the records, and a byte-level Register
 // after a typed handle gets the table, which answers the whole
-// runtime.ValueState. The conformance suite runs with every keyed value
-// state hosted (TestConformanceHostedValues).
+// runtime.ValueState or MapState. The conformance suite runs with every
+// keyed value and unsorted map state hosted (TestConformanceHostedValues).
 //
 // A Get of a hosted value copies the value out of its slot, with no decode;
 // a Put writes the slot, with no encode. On Nexmark, whose q3 and q7 keep
@@ -254,7 +255,12 @@
 // miss either way. String keys stay records: a table compares a string key
 // by reading its bytes from another allocation, a second cache miss at
 // scale (466 ns a Get at 1M keys against the records' 266), where a record
-// holds the key's bytes.
+// holds the key's bytes. A hosted map is two probes (key, then user key)
+// with nothing encoded but the keys: Nexmark q5, whose counts are a keyed
+// Map of int64 to int64 updated once per bid and window, ran 2.2 times as
+// fast as with records (0.157 to 0.350 of plain Go, 5 interleaved
+// rounds); q11, whose sessions are a keyed Value of a slice of structs
+// (TypedSlices), 1.37 times (0.19 to 0.26).
 //
 // # Aliasing, restore, leaks
 //
