@@ -270,6 +270,70 @@ func (b *tableBase) checkKeys(kg int, fn func(key []byte) bool) error {
 	return b.env.CheckKeys(&b.env.Config, b.spec.Name, *b.env.Closed, kg, fn)
 }
 
+// keyedNamespace ends State.Namespaces of a keyed table: fn sees the
+// empty namespace if the key has an entry (has).
+func (b *tableBase) keyedNamespace(has bool, fn func(ns []byte) bool) {
+	if has {
+		b.begin()
+		defer b.done()
+		fn([]byte{})
+	}
+}
+
+// keysIn is State.Keys of a table whose key group at index i holds the
+// keys of m(i), in its order.
+func keysIn[K comparable, V any](b *tableBase, kc KeyCodec[K], kg int, fn func(key []byte) bool, m func(i int) *otab[K, V]) error {
+	if err := b.checkKeys(kg, fn); err != nil {
+		return err
+	}
+	b.begin()
+	defer b.done()
+	var buf []byte
+	for key := range m(kg - b.start).all {
+		buf = kc.AppendKey(buf[:0], key)
+		if !fn(buf[:len(buf):len(buf)]) {
+			break
+		}
+	}
+	return nil
+}
+
+// loadTabs is Table.Load over a T per key group of groups, filled by add
+// with each entry that scan yields for it: the install it returns gives
+// set each T that holds entries.
+func loadTabs[K comparable, V any](groups KeyGroupRange, scan func(kg int, fn func(Entry) error) error,
+	add func(kg int, m *otab[K, V], e Entry) error, set func(kg int, m otab[K, V])) (func(), error) {
+	loaded := make([]otab[K, V], groups.Len())
+	for kg := range groups.All() {
+		m := &loaded[kg-groups.Start]
+		if err := scan(kg, func(e Entry) error { return add(kg, m, e) }); err != nil {
+			return nil, err
+		}
+	}
+	return func() {
+		for kg := range groups.All() {
+			if m := loaded[kg-groups.Start]; m.n != 0 {
+				set(kg, m)
+			}
+		}
+	}, nil
+}
+
+// freezeTabs is the loop of Table.Freeze: the hash table of each of n key
+// groups that holds entries, which l holds from then on (leases.add).
+func freezeTabs[K comparable, V any](n int, l TableLease, group func(i int) (*otab[K, V], *leases)) []otab[K, V] {
+	tabs := make([]otab[K, V], n)
+	for i := range tabs {
+		m, holders := group(i)
+		if m.n == 0 {
+			continue
+		}
+		tabs[i] = *m
+		holders.add(l)
+	}
+	return tabs
+}
+
 // begin marks the start of an iteration, or of a callback, that must not
 // write to the store; done its end (defer b.done()).
 func (b *tableBase) begin() { *b.env.Iterating++ }

@@ -423,11 +423,7 @@ func (t *mapTable[K, UK, V]) Namespaces(k Key, fn func(ns []byte) bool) error {
 	if err != nil {
 		return err
 	}
-	if g.get(k.Hash(), key) != nil {
-		t.begin()
-		defer t.done()
-		fn([]byte{})
-	}
+	t.keyedNamespace(g.get(k.Hash(), key) != nil, fn)
 	return nil
 }
 
@@ -437,19 +433,7 @@ func (t *mapTable[K, UK, V]) DeleteAll(k Key) error { return t.Clear(k.WithNames
 
 // Keys implements State, in the order of the key group's hash table.
 func (t *mapTable[K, UK, V]) Keys(kg int, fn func(key []byte) bool) error {
-	if err := t.checkKeys(kg, fn); err != nil {
-		return err
-	}
-	t.begin()
-	defer t.done()
-	var buf []byte
-	for key := range t.groups[kg-t.start].m.all {
-		buf = t.keys.kc.AppendKey(buf[:0], key)
-		if !fn(buf[:len(buf):len(buf)]) {
-			break
-		}
-	}
-	return nil
+	return keysIn(&t.tableBase, t.keys.kc, kg, fn, func(i int) *otab[K, *umap[UK, V]] { return &t.groups[i].m })
 }
 
 // Occupied implements Table.
@@ -461,64 +445,44 @@ func (t *mapTable[K, UK, V]) Drop() { clear(t.groups) }
 // Load implements Table: it decodes every entry into new tables per key
 // group; install installs them.
 func (t *mapTable[K, UK, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(Entry) error) error) (func(), error) {
-	loaded := make([]otab[K, *umap[UK, V]], groups.Len())
-	for kg := range groups.All() {
-		m := &loaded[kg-groups.Start]
-		err := scan(kg, func(e Entry) error {
-			key, err := t.keys.decode(e.Key)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
-			}
-			uk, err := t.uks.decode(e.UserKey)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: key %x: user key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey, err)
-			}
-			v, err := decodeAll(t.vc, e.Value)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: key %x: value of user key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey, err)
-			}
-			p, found := m.slot(HashKey(e.Key), key)
-			if !found {
-				*p = new(umap[UK, V])
-			}
-			pv, dup := (*p).m.slot(HashKey(e.UserKey), uk)
-			if dup {
-				return fmt.Errorf("%w: state %q, key group %d: key %x: user key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey)
-			}
-			*pv = v
-			return nil
-		})
+	return loadTabs(groups, scan, func(kg int, m *otab[K, *umap[UK, V]], e Entry) error {
+		key, err := t.keys.decode(e.Key)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("%w: state %q, key group %d: key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
 		}
-	}
-	return func() {
-		for kg := range groups.All() {
-			if m := loaded[kg-groups.Start]; m.n != 0 {
-				g := &t.groups[kg-t.start]
-				g.holders.held() // drops the leases of the empty table it replaces
-				// The loaded maps are of epoch 0, and no snapshot holds
-				// them.
-				g.m, g.epoch = m, 0
-			}
+		uk, err := t.uks.decode(e.UserKey)
+		if err != nil {
+			return fmt.Errorf("%w: state %q, key group %d: key %x: user key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey, err)
 		}
-	}, nil
+		v, err := decodeAll(t.vc, e.Value)
+		if err != nil {
+			return fmt.Errorf("%w: state %q, key group %d: key %x: value of user key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey, err)
+		}
+		p, found := m.slot(HashKey(e.Key), key)
+		if !found {
+			*p = new(umap[UK, V])
+		}
+		pv, dup := (*p).m.slot(HashKey(e.UserKey), uk)
+		if dup {
+			return fmt.Errorf("%w: state %q, key group %d: key %x: user key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey)
+		}
+		*pv = v
+		return nil
+	}, func(kg int, m otab[K, *umap[UK, V]]) {
+		g := &t.groups[kg-t.start]
+		g.holders.held() // drops the leases of the empty table it replaces
+		// The loaded maps are of epoch 0, and no snapshot holds them.
+		g.m, g.epoch = m, 0
+	})
 }
 
 // Freeze implements Table: the table of keys of every non-empty key
 // group, and the maps it points to, become the view's; they are copied
 // before the table next writes them while l is live.
 func (t *mapTable[K, UK, V]) Freeze(l TableLease) TableView {
-	v := &mapView[K, UK, V]{t: t, lease: l, tabs: make([]otab[K, *umap[UK, V]], len(t.groups))}
-	for i := range t.groups {
-		g := &t.groups[i]
-		if g.m.n == 0 {
-			continue
-		}
-		v.tabs[i] = g.m
-		g.holders.add(l)
-	}
-	return v
+	return &mapView[K, UK, V]{t: t, lease: l, tabs: freezeTabs(len(t.groups), l, func(i int) (*otab[K, *umap[UK, V]], *leases) {
+		return &t.groups[i].m, &t.groups[i].holders
+	})}
 }
 
 // mapView is a frozen map table. Neither its tables of keys nor the maps

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,32 +76,8 @@ func TestTypedMapsMatchBytes(t *testing.T) {
 	if !isTable(t, ts, "maps") || isTable(t, bs, "maps") {
 		t.Fatal("the typed handle's state is not a table, or the byte handle's is")
 	}
-	type pair struct {
-		ts   runtime.Snapshot
-		want storetest.Contents // bs's snapshot, dumped at once
-	}
-	var live []pair
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	scanned := make(chan error, 1000)
-	snapshot := func() {
-		p := pair{ts: must[runtime.Snapshot](t)(ts.Snapshot())}
-		bsnap := must[runtime.Snapshot](t)(bs.Snapshot())
-		p.want = must[storetest.Contents](t)(storetest.Dump(bsnap))
-		check(t, bsnap.Release())
-		wg.Add(1)
-		go func(v runtime.View, want storetest.Contents) {
-			defer wg.Done()
-			c, err := storetest.Dump(v)
-			if err == nil {
-				if d := cmp.Diff(want, c); d != "" {
-					err = errors.New("snapshot scanned while writing differs (-bytes +typed):\n" + d)
-				}
-			}
-			scanned <- err
-		}(p.ts, p.want)
-		live = append(live, p)
-	}
+	w := newTwins(t, ts, bs)
+	defer w.wg.Wait()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 30000 {
 		k, uk := rng.Int64N(20), rng.Int64N(40)
@@ -112,11 +87,11 @@ func TestTypedMapsMatchBytes(t *testing.T) {
 			check(t, tm.Put(k, uk, val))
 			check(t, bm.Put(k, uk, val))
 		case op < 90:
-			snap := op < 63 && len(live) < 4
+			snap := op < 63 && len(w.live) < 4
 			for _, m := range []mapHandle{tm, bm} {
 				check(t, m.Update(k, uk, func(old string, found bool) string {
 					if snap && m == tm {
-						snapshot() // both stores, before either writes
+						w.snapshot() // both stores, before either writes
 					}
 					if found {
 						return old + val
@@ -160,35 +135,13 @@ func TestTypedMapsMatchBytes(t *testing.T) {
 		case op < 193:
 			check(t, tm.Clear(k))
 			check(t, bm.Clear(k))
-		case op < 196 && len(live) < 4:
-			snapshot()
-		case len(live) > 0:
-			j := rng.IntN(len(live))
-			p := live[j]
-			wg.Wait() // the scan of it, and of the others, is over
-			if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
-				t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", i, d)
-			}
-			check(t, p.ts.Release())
-			live = append(live[:j], live[j+1:]...)
+		case op < 196 && len(w.live) < 4:
+			w.snapshot()
+		case len(w.live) > 0:
+			w.release(i, rng.IntN(len(w.live)))
 		}
 	}
-	wg.Wait()
-	close(scanned)
-	for err := range scanned {
-		check(t, err)
-	}
-	for _, p := range live {
-		if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
-			t.Fatalf("a snapshot changed after it was taken (-bytes +typed):\n%s", d)
-		}
-		check(t, p.ts.Release())
-	}
-	a, b := must[runtime.Snapshot](t)(ts.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
-	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
-		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
-	}
-	check(t, errors.Join(a.Release(), b.Release()))
+	w.finish()
 }
 
 // TestTypedMapsRestore restores a snapshot of a typed map into the stores
@@ -419,11 +372,8 @@ func TestTypedSlicesMatchBytes(t *testing.T) {
 	if !isTable(t, ts, "slices") {
 		t.Fatal("the typed handle's state is not a table")
 	}
-	type pair struct {
-		ts   runtime.Snapshot
-		want storetest.Contents
-	}
-	var live []pair
+	w := newTwins(t, ts, bs)
+	defer w.wg.Wait()
 	var reuse []int64 // GetInto's slice, kept across calls as a caller would
 	same := func(op int, what string, a, b []int64) {
 		t.Helper()
@@ -479,30 +429,13 @@ func TestTypedSlicesMatchBytes(t *testing.T) {
 			if fa && len(reuse) > 0 {
 				reuse[0] = -3
 			}
-		case op < 97 && len(live) < 3:
-			p := pair{ts: must[runtime.Snapshot](t)(ts.Snapshot())}
-			bsnap := must[runtime.Snapshot](t)(bs.Snapshot())
-			p.want = must[storetest.Contents](t)(storetest.Dump(bsnap))
-			check(t, bsnap.Release())
-			live = append(live, p)
-		case len(live) > 0:
-			j := rng.IntN(len(live))
-			p := live[j]
-			if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
-				t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", i, d)
-			}
-			check(t, p.ts.Release())
-			live = append(live[:j], live[j+1:]...)
+		case op < 97 && len(w.live) < 3:
+			w.snapshot()
+		case len(w.live) > 0:
+			w.release(i, rng.IntN(len(w.live)))
 		}
 	}
-	for _, p := range live {
-		check(t, p.ts.Release())
-	}
-	a, b := must[runtime.Snapshot](t)(ts.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
-	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
-		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
-	}
-	check(t, errors.Join(a.Release(), b.Release()))
+	w.finish()
 	// An element type that may not be a table's value is refused.
 	_, err := runtime.NewValue(ts, runtime.ValueDescriptor[int64, [][]int64]{Name: "nested", Key: runtime.Int64Codec{}, Value: nopCodec[[][]int64]{},
 		Typed: runtime.TypedSlices[int64, []int64]()})

@@ -50,6 +50,84 @@ func isTable(t *testing.T, s runtime.Store, name string) bool {
 	return false
 }
 
+// twins tracks the snapshots of a test that drives a typed store (ts) and
+// a byte store (bs) through the same operations: each snapshot of ts is
+// taken with bs's contents at the same moment, scanned on another
+// goroutine while the writes go on, compared again when it is released
+// (out of order), and the stores are compared at the end.
+type twins struct {
+	t       *testing.T
+	ts, bs  runtime.Store
+	live    []twin
+	wg      sync.WaitGroup
+	scanned chan error
+}
+
+type twin struct {
+	ts   runtime.Snapshot
+	want storetest.Contents // bs's snapshot, dumped at once
+}
+
+func newTwins(t *testing.T, ts, bs runtime.Store) *twins {
+	return &twins{t: t, ts: ts, bs: bs, scanned: make(chan error, 10000)}
+}
+
+// snapshot takes a snapshot of both stores and scans ts's at once, on
+// another goroutine.
+func (w *twins) snapshot() {
+	t := w.t
+	p := twin{ts: must[runtime.Snapshot](t)(w.ts.Snapshot())}
+	bsnap := must[runtime.Snapshot](t)(w.bs.Snapshot())
+	p.want = must[storetest.Contents](t)(storetest.Dump(bsnap))
+	check(t, bsnap.Release())
+	w.wg.Add(1)
+	go func(v runtime.View, want storetest.Contents) {
+		defer w.wg.Done()
+		c, err := storetest.Dump(v)
+		if err == nil {
+			if d := cmp.Diff(want, c); d != "" {
+				err = errors.New("snapshot scanned while writing differs (-bytes +typed):\n" + d)
+			}
+		}
+		w.scanned <- err
+	}(p.ts, p.want)
+	w.live = append(w.live, p)
+}
+
+// release checks and releases the j-th live snapshot, once every scan is
+// over.
+func (w *twins) release(op, j int) {
+	t := w.t
+	t.Helper()
+	p := w.live[j]
+	w.wg.Wait()
+	if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
+		t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", op, d)
+	}
+	check(t, p.ts.Release())
+	w.live = append(w.live[:j], w.live[j+1:]...)
+}
+
+// finish checks every scan and live snapshot, releases them, and compares
+// the stores.
+func (w *twins) finish() {
+	t := w.t
+	t.Helper()
+	w.wg.Wait()
+	close(w.scanned)
+	for err := range w.scanned {
+		check(t, err)
+	}
+	for len(w.live) > 0 {
+		w.release(-1, 0)
+	}
+	a, b := must[runtime.Snapshot](t)(w.ts.Snapshot()), must[runtime.Snapshot](t)(w.bs.Snapshot())
+	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
+		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
+	}
+	check(t, errors.Join(a.Release(), b.Release()))
+}
+
 // TestTypedValuesMatchBytes drives a typed Value on cow (a hosted table of
 // Go values) and a byte Value on another cow store through the same random
 // operations, with snapshots taken, scanned on other goroutines while the
@@ -65,14 +143,8 @@ func TestTypedValuesMatchBytes(t *testing.T) {
 	if !isTable(t, ts, "vals") || isTable(t, bs, "vals") {
 		t.Fatal("the typed handle's state is not a table, or the byte handle's is")
 	}
-	type pair struct {
-		ts, bs runtime.Snapshot
-		want   storetest.Contents // bs's snapshot, dumped at once
-	}
-	var live []pair
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	scanned := make(chan error, 1000)
+	w := newTwins(t, ts, bs)
+	defer w.wg.Wait()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20000 {
 		k := rng.Int64N(300)
@@ -107,50 +179,13 @@ func TestTypedValuesMatchBytes(t *testing.T) {
 			if a != b || fa != fb {
 				t.Fatalf("op %d: Get(%d): typed %q %v, bytes %q %v", i, k, a, fa, b, fb)
 			}
-		case op < 99 && len(live) < 4:
-			p := pair{ts: must[runtime.Snapshot](t)(ts.Snapshot()), bs: must[runtime.Snapshot](t)(bs.Snapshot())}
-			p.want = must[storetest.Contents](t)(storetest.Dump(p.bs))
-			check(t, p.bs.Release())
-			// Scan it now, on another goroutine, while the writes go on.
-			wg.Add(1)
-			go func(v runtime.View, want storetest.Contents) {
-				defer wg.Done()
-				c, err := storetest.Dump(v)
-				if err == nil {
-					if d := cmp.Diff(want, c); d != "" {
-						err = errors.New("snapshot scanned while writing differs (-bytes +typed):\n" + d)
-					}
-				}
-				scanned <- err
-			}(p.ts, p.want)
-			live = append(live, p)
-		case len(live) > 0:
-			j := rng.IntN(len(live))
-			p := live[j]
-			wg.Wait() // the scan of it, and of the others, is over
-			if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
-				t.Fatalf("op %d: a snapshot changed after it was taken (-bytes +typed):\n%s", i, d)
-			}
-			check(t, p.ts.Release())
-			live = append(live[:j], live[j+1:]...)
+		case op < 99 && len(w.live) < 4:
+			w.snapshot()
+		case len(w.live) > 0:
+			w.release(i, rng.IntN(len(w.live)))
 		}
 	}
-	wg.Wait()
-	close(scanned)
-	for err := range scanned {
-		check(t, err)
-	}
-	for _, p := range live {
-		if d := cmp.Diff(p.want, must[storetest.Contents](t)(storetest.Dump(p.ts))); d != "" {
-			t.Fatalf("a snapshot changed after it was taken (-bytes +typed):\n%s", d)
-		}
-		check(t, p.ts.Release())
-	}
-	a, b := must[runtime.Snapshot](t)(ts.Snapshot()), must[runtime.Snapshot](t)(bs.Snapshot())
-	if d := cmp.Diff(must[storetest.Contents](t)(storetest.Dump(b)), must[storetest.Contents](t)(storetest.Dump(a))); d != "" {
-		t.Fatalf("final contents differ (-bytes +typed):\n%s", d)
-	}
-	check(t, errors.Join(a.Release(), b.Release()))
+	w.finish()
 }
 
 // TestTypedValuesRestore restores a snapshot of a typed state into stores

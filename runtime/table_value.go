@@ -361,11 +361,7 @@ func (t *valueTable[K, V]) Namespaces(k Key, fn func(ns []byte) bool) error {
 	if err != nil {
 		return err
 	}
-	if g.m.find(k.Hash(), key) >= 0 {
-		t.begin()
-		defer t.done()
-		fn([]byte{})
-	}
+	t.keyedNamespace(g.m.find(k.Hash(), key) >= 0, fn)
 	return nil
 }
 
@@ -375,19 +371,7 @@ func (t *valueTable[K, V]) DeleteAll(k Key) error { return t.Clear(k.WithNamespa
 
 // Keys implements State, in the map's order.
 func (t *valueTable[K, V]) Keys(kg int, fn func(key []byte) bool) error {
-	if err := t.checkKeys(kg, fn); err != nil {
-		return err
-	}
-	t.begin()
-	defer t.done()
-	var buf []byte
-	for key := range t.groups[kg-t.start].m.all {
-		buf = t.keys.kc.AppendKey(buf[:0], key)
-		if !fn(buf[:len(buf):len(buf)]) {
-			break
-		}
-	}
-	return nil
+	return keysIn(&t.tableBase, t.keys.kc, kg, fn, func(i int) *otab[K, V] { return &t.groups[i].m })
 }
 
 // Occupied implements Table.
@@ -399,54 +383,35 @@ func (t *valueTable[K, V]) Drop() { clear(t.groups) }
 // Load implements Table: it decodes every entry into a new hash table per
 // key group; install installs them.
 func (t *valueTable[K, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(Entry) error) error) (func(), error) {
-	loaded := make([]otab[K, V], groups.Len())
-	for kg := range groups.All() {
-		m := &loaded[kg-groups.Start]
-		err := scan(kg, func(e Entry) error {
-			key, err := t.keys.decode(e.Key)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
-			}
-			v, err := decodeAll(t.vc, e.Value)
-			if err != nil {
-				return fmt.Errorf("%w: state %q, key group %d: value of key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
-			}
-			p, dup := m.slot(HashKey(e.Key), key)
-			if dup {
-				return fmt.Errorf("%w: state %q, key group %d: key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key)
-			}
-			*p = v
-			return nil
-		})
+	return loadTabs(groups, scan, func(kg int, m *otab[K, V], e Entry) error {
+		key, err := t.keys.decode(e.Key)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("%w: state %q, key group %d: key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
 		}
-	}
-	return func() {
-		for kg := range groups.All() {
-			if m := loaded[kg-groups.Start]; m.n != 0 {
-				g := &t.groups[kg-t.start]
-				g.holders.held() // drops the leases of the empty table it replaces
-				g.m = m
-			}
+		v, err := decodeAll(t.vc, e.Value)
+		if err != nil {
+			return fmt.Errorf("%w: state %q, key group %d: value of key %x: %w", ErrCorrupt, t.spec.Name, kg, e.Key, err)
 		}
-	}, nil
+		p, dup := m.slot(HashKey(e.Key), key)
+		if dup {
+			return fmt.Errorf("%w: state %q, key group %d: key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key)
+		}
+		*p = v
+		return nil
+	}, func(kg int, m otab[K, V]) {
+		g := &t.groups[kg-t.start]
+		g.holders.held() // drops the leases of the empty table it replaces
+		g.m = m
+	})
 }
 
 // Freeze implements Table: the slots of every non-empty key group become
 // the view's, and are copied before the table next writes them while l
 // is live.
 func (t *valueTable[K, V]) Freeze(l TableLease) TableView {
-	v := &valueView[K, V]{t: t, lease: l, start: t.start, tabs: make([]otab[K, V], len(t.groups))}
-	for i := range t.groups {
-		g := &t.groups[i]
-		if g.m.n == 0 {
-			continue
-		}
-		v.tabs[i] = g.m
-		g.holders.add(l)
-	}
-	return v
+	return &valueView[K, V]{t: t, lease: l, start: t.start, tabs: freezeTabs(len(t.groups), l, func(i int) (*otab[K, V], *leases) {
+		return &t.groups[i].m, &t.groups[i].holders
+	})}
 }
 
 // valueView is a frozen value table. Its slots are never written again
