@@ -6,9 +6,11 @@ import (
 	"slices"
 )
 
-// This file holds the typed fast path of DESIGN.md §3: a keyed value state
-// kept as Go values, in a hash table per key group (otab), by a store that
-// hosts it.
+// This file holds the typed fast path of DESIGN.md §3: a keyed state kept
+// as Go values, in a hash table per key group (otab), by a store that
+// hosts it — what every table shares; table_value.go holds the value
+// tables (TypedValues, TypedSlices), table_map.go the map tables
+// (TypedMaps).
 //
 // Every Store keeps its states as bytes, and a handle encodes a value on
 // every Put and decodes it on every Get. A store that implements TableHost
@@ -22,8 +24,8 @@ import (
 // The bytes come back wherever the Store contract meets the outside world:
 // a snapshot's Scan encodes the entries of the slots it froze, Restore
 // decodes them, and the Table also answers every byte-level operation of a
-// ValueState (Register of the same state by a handle without TypedValues,
-// the conformance suite, tools), encoding and decoding as it goes. So the
+// ValueState or MapState (Register of the same state by a handle without
+// Typed, the conformance suite, tools), encoding and decoding as it goes. So the
 // checkpoint format, rescaling and migrations are those of every state:
 // the table is only where the entries live in between.
 //
@@ -39,8 +41,8 @@ import (
 
 // TableHost is implemented by a Store that can keep a state as a Table
 // made by the typed layer (DESIGN.md §3's typed fast path). Handles whose
-// descriptor asks for it (ValueDescriptor.Typed) register through
-// HostTable; every other use of the store is unchanged.
+// descriptor asks for it (ValueDescriptor.Typed, MapDescriptor.Typed)
+// register through HostTable; every other use of the store is unchanged.
 type TableHost interface {
 	Store
 	// HostTable registers spec as Register does — the same checks, errors

@@ -11,7 +11,7 @@ type ValueDescriptor[K, V any] struct {
 	TTL         TTL           // time to live of the entries; zero means none (see TTL)
 	Key         KeyCodec[K]   // order-preserving key codec
 	Value       ValueCodec[V] // value codec
-	// Typed, if set (TypedValues), lets a store that can (TableHost:
+	// Typed, if set (TypedValues, TypedSlices), lets a store that can (TableHost:
 	// backends/cow) keep the state as Go values rather than bytes, when it
 	// has no TTL. stategen sets it whenever K and V allow it.
 	Typed TypedTable[K, V]
