@@ -25,6 +25,9 @@ func TestTimerKeyLess(t *testing.T) {
 		if got, want := timerKeyLess(a, b), bytes.Compare(a, b) < 0; got != want {
 			t.Fatalf("timerKeyLess(%x, %x) = %v, want %v", a, b, got, want)
 		}
+		if got, want := timerKeyCompare(a, b), bytes.Compare(a, b); got != want {
+			t.Fatalf("timerKeyCompare(%x, %x) = %v, want %v", a, b, got, want)
+		}
 	}
 }
 
@@ -69,6 +72,35 @@ func TestHeadOrder(t *testing.T) {
 		}
 		if !slices.EqualFunc(got, all, bytes.Equal) {
 			t.Fatalf("round %d: fired %x, want %x", round, got, all)
+		}
+	}
+}
+
+// TestHeadSearch checks head.search against a binary search by
+// bytes.Compare over random sorted heads, for keys present and absent.
+func TestHeadSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	key := func() []byte {
+		k := AppendInt64Key(nil, rng.Int64N(6))
+		if rng.IntN(10) == 0 {
+			return k[:rng.IntN(9)]
+		}
+		return AppendInt64Key(k, rng.Int64N(4))
+	}
+	for range 2000 {
+		var hd head
+		for range rng.IntN(20) {
+			hd.q = append(hd.q, key())
+		}
+		slices.SortFunc(hd.q, bytes.Compare)
+		hd.q = slices.CompactFunc(hd.q, bytes.Equal)
+		for range 10 {
+			uk := key()
+			at, found := hd.search(uk)
+			wantAt, wantFound := slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
+			if at != wantAt || found != wantFound {
+				t.Fatalf("search(%x) in %x = %d %v, want %d %v", uk, hd.q, at, found, wantAt, wantFound)
+			}
 		}
 	}
 }

@@ -157,13 +157,21 @@ func (o *headOrder) less(a, b int) bool {
 // begin with their time's 8-byte key encoding, which orders as a
 // big-endian number: the times decide, and the rest of the keys only
 // between timers of the same time.
-func timerKeyLess(a, b []byte) bool {
+func timerKeyLess(a, b []byte) bool { return timerKeyCompare(a, b) < 0 }
+
+// timerKeyCompare is bytes.Compare of two timer user keys, which compares
+// their times as numbers first.
+func timerKeyCompare(a, b []byte) int {
 	if len(a) >= 8 && len(b) >= 8 {
 		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
-			return x < y
+			if x < y {
+				return -1
+			}
+			return 1
 		}
+		return bytes.Compare(a[8:], b[8:])
 	}
-	return bytes.Compare(a, b) < 0
+	return bytes.Compare(a, b)
 }
 
 // reset makes the heap of every head that holds due timers.
@@ -477,7 +485,16 @@ func (hd *head) wrote(uk []byte, registered bool, p int, found bool) bool {
 // search returns the index of the timer uk among the head's timers, or
 // where it would be, and whether the head holds it (and so the group).
 func (hd *head) search(uk []byte) (int, bool) {
-	return slices.BinarySearchFunc(hd.q, uk, bytes.Compare)
+	lo, hi := 0, len(hd.q)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if timerKeyCompare(hd.q[m], uk) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(hd.q) && bytes.Equal(hd.q[lo], uk)
 }
 
 // next returns the head's first timer, nil if it has none.
@@ -595,7 +612,7 @@ func (t Timers[K, N]) Advance(to int64, fn func(Timer[K, N]) error) error {
 	}
 	due := func(i int) bool {
 		u := sh.heads[i].next()
-		return sh.heads[i].valid && u != nil && (hi == nil || bytes.Compare(u, hi) < 0)
+		return sh.heads[i].valid && u != nil && (hi == nil || timerKeyLess(u, hi))
 	}
 	o := &sh.order
 	o.reset(sh.heads, due)
