@@ -267,6 +267,48 @@ func (b *tableBase) groupError(kg int) error {
 	return fmt.Errorf("%w: state %q", ErrWriteDuringIteration, b.spec.Name)
 }
 
+// groupIn returns the key group kg of a table's groups, checked (index).
+func groupIn[G any](b *tableBase, groups []G, kg int, write bool) (*G, error) {
+	i, err := b.index(kg, write)
+	if err != nil {
+		return nil, err
+	}
+	return &groups[i], nil
+}
+
+// keyedIn checks a byte-level operation on k, a write if write
+// (keyIndex), and returns k's key group of a table's groups and its key
+// decoded by keys, which must be the encoding of a K: a table holds no
+// other keys.
+func keyedIn[G, K any](b *tableBase, groups []G, keys *canon[K], k *Key, write bool) (*G, K, error) {
+	var key K
+	i, err := b.keyIndex(k, write)
+	if err != nil {
+		return nil, key, err
+	}
+	if key, err = keys.decode(k.Bytes()); err != nil {
+		return nil, key, fmt.Errorf("%w: state %q: key %x: %w", ErrInvalidKey, b.spec.Name, k.Bytes(), err)
+	}
+	return &groups[i], key, nil
+}
+
+// decodeWritten decodes a value passed to a byte-level write.
+func decodeWritten[V any](b *tableBase, vc ValueCodec[V], data []byte) (V, error) {
+	v, err := decodeAll(vc, data)
+	if err != nil {
+		return v, fmt.Errorf("state %q: the value does not decode as %T: %w", b.spec.Name, v, err)
+	}
+	return v, nil
+}
+
+// callTyped calls a typed Update's fn, during which the store refuses
+// writes.
+func callTyped[V any](b *tableBase, fn func(old V, found bool) V, old V, found bool) V {
+	b.begin()
+	defer b.done()
+	return fn(old, found)
+}
+
 // checkKeys checks the arguments of State.Keys.
 func (b *tableBase) checkKeys(kg int, fn func(key []byte) bool) error {
 	return b.env.CheckKeys(&b.env.Config, b.spec.Name, *b.env.Closed, kg, fn)

@@ -145,13 +145,9 @@ func (g *mapGroup[K, UK, V]) dropEmpty(hash uint64, key K, u *umap[UK, V]) {
 	}
 }
 
-// group returns key group kg, checked (index).
+// group returns key group kg, checked (groupIn).
 func (t *mapTable[K, UK, V]) group(kg int, write bool) (*mapGroup[K, UK, V], error) {
-	i, err := t.index(kg, write)
-	if err != nil {
-		return nil, err
-	}
-	return &t.groups[i], nil
+	return groupIn(&t.tableBase, t.groups, kg, write)
 }
 
 func (t *mapTable[K, UK, V]) tget(kg int, hash uint64, key K, uh uint64, uk UK) (V, bool, error) {
@@ -189,7 +185,7 @@ func (t *mapTable[K, UK, V]) tupdate(kg int, hash uint64, key K, uh uint64, uk U
 			old = u.m.slots[i].v
 		}
 	}
-	nv := t.callTyped(fn, old, i >= 0)
+	nv := callTyped(&t.tableBase, fn, old, i >= 0)
 	if i >= 0 && u.epoch == g.epoch && len(g.holders) == 0 {
 		// No snapshot holds the map, even one fn took: the slot read
 		// is the one to write, and fn wrote nothing that moved it.
@@ -198,14 +194,6 @@ func (t *mapTable[K, UK, V]) tupdate(kg int, hash uint64, key K, uh uint64, uk U
 	}
 	g.writable(hash, key, true).m.put(uh, uk, nv)
 	return nil
-}
-
-// callTyped calls a typed Update's fn, during which the store refuses
-// writes.
-func (t *mapTable[K, UK, V]) callTyped(fn func(old V, found bool) V, old V, found bool) V {
-	t.begin()
-	defer t.done()
-	return fn(old, found)
 }
 
 func (t *mapTable[K, UK, V]) tdelete(kg int, hash uint64, key K, uh uint64, uk UK) error {
@@ -246,18 +234,10 @@ func (t *mapTable[K, UK, V]) tscan(kg int, hash uint64, key K, sc *mapScan[UK, V
 	return nil
 }
 
-// keyed checks a byte-level operation on k, a write if write (keyIndex),
-// and returns k's key group and its key decoded.
+// keyed checks a byte-level operation on k and returns its key group and
+// key (keyedIn).
 func (t *mapTable[K, UK, V]) keyed(k *Key, write bool) (*mapGroup[K, UK, V], K, error) {
-	var key K
-	i, err := t.keyIndex(k, write)
-	if err != nil {
-		return nil, key, err
-	}
-	if key, err = t.keys.decode(k.Bytes()); err != nil {
-		return nil, key, fmt.Errorf("%w: state %q: key %x: %w", ErrInvalidKey, t.spec.Name, k.Bytes(), err)
-	}
-	return &t.groups[i], key, nil
+	return keyedIn(&t.tableBase, t.groups, &t.keys, k, write)
 }
 
 // userKey decodes the user key of a byte-level operation and returns it
@@ -279,15 +259,6 @@ func (t *mapTable[K, UK, V]) entry(k *Key, ukb []byte, write bool) (*mapGroup[K,
 	}
 	uk, uh, err := t.userKey(ukb)
 	return g, key, uk, uh, err
-}
-
-// decodeValue decodes a value passed to a byte-level write.
-func (t *mapTable[K, UK, V]) decodeValue(b []byte) (V, error) {
-	v, err := decodeAll(t.vc, b)
-	if err != nil {
-		return v, fmt.Errorf("state %q: the value does not decode as %T: %w", t.spec.Name, v, err)
-	}
-	return v, nil
 }
 
 // Get implements MapState. The value is encoded into a buffer of the
@@ -315,7 +286,7 @@ func (t *mapTable[K, UK, V]) Put(k Key, userKey, value []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := t.decodeValue(value)
+	v, err := decodeWritten(&t.tableBase, t.vc, value)
 	if err != nil {
 		return err
 	}
@@ -357,7 +328,7 @@ func (t *mapTable[K, UK, V]) Update(k Key, userKey []byte, fn func(old []byte, f
 	if err != nil {
 		return err
 	}
-	v, err := t.decodeValue(nb)
+	v, err := decodeWritten(&t.tableBase, t.vc, nb)
 	if err != nil {
 		return err
 	}

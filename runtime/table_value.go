@@ -9,11 +9,10 @@ import "fmt"
 // No pointer goes through these calls, which the compiler cannot see
 // through: a pointer passed would escape, and its variable be allocated on
 // the heap at every call (a Key is 64 bytes). tget returns the value for
-// the same reason, and tgetInto takes the value to reuse (GetInto) and
-// returns it.
+// the same reason, and takes the caller's, whose memory a table of slices
+// reuses (GetInto; Get's is the zero V).
 type typedValue[K, V any] interface {
-	tget(kg int, hash uint64, key K) (V, bool, error)
-	tgetInto(kg int, hash uint64, key K, reuse V) (V, bool, error)
+	tget(kg int, hash uint64, key K, reuse V) (V, bool, error)
 	tcontains(kg int, hash uint64, key K) (bool, error)
 	tput(kg int, hash uint64, key K, v V) error
 	tupdate(kg int, hash uint64, key K, fn func(old V, found bool) V) error
@@ -53,7 +52,7 @@ func newValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCode
 	if err := checkTableTypes[K, V](&spec, "key"); err != nil {
 		return nil, err
 	}
-	return makeValueTable(spec, env, kc, vc, nil), nil
+	return makeValueTable(spec, env, kc, vc), nil
 }
 
 // newSliceTable is newValueTable for values that are slices of E: E must
@@ -66,7 +65,7 @@ func newSliceTable[K comparable, E any](spec StateSpec, env TableEnv, kc KeyCode
 	if err := checkTableTypes[K, E](&spec, "key"); err != nil {
 		return nil, err
 	}
-	t := makeValueTable(spec, env, kc, vc, nil)
+	t := makeValueTable(spec, env, kc, vc)
 	var free slicePool[E]
 	t.cp, t.drop = free.copy, free.put
 	return t, nil
@@ -113,35 +112,24 @@ func checkValueTable(spec *StateSpec) error {
 	return nil
 }
 
-func makeValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCodec[K], vc ValueCodec[V], cp func(dst, src V) V) *valueTable[K, V] {
+func makeValueTable[K comparable, V any](spec StateSpec, env TableEnv, kc KeyCodec[K], vc ValueCodec[V]) *valueTable[K, V] {
 	return &valueTable[K, V]{
 		tableBase: newTableBase(spec, env),
 		keys:      canon[K]{kc: kc},
 		vc:        vc,
-		cp:        cp,
 		groups:    make([]valueGroup[K, V], env.Config.KeyGroups.Len()),
 	}
 }
 
-// keyed checks a byte-level operation on k, a write if write
-// (keyIndex), and returns k's key group and its key decoded (decodeKey).
+// keyed checks a byte-level operation on k and returns its key group and
+// key (keyedIn).
 func (t *valueTable[K, V]) keyed(k *Key, write bool) (*valueGroup[K, V], K, error) {
-	var key K
-	i, err := t.keyIndex(k, write)
-	if err != nil {
-		return nil, key, err
-	}
-	key, err = t.decodeKey(k)
-	return &t.groups[i], key, err
+	return keyedIn(&t.tableBase, t.groups, &t.keys, k, write)
 }
 
-// group returns key group kg, checked (index).
+// group returns key group kg, checked (groupIn).
 func (t *valueTable[K, V]) group(kg int, write bool) (*valueGroup[K, V], error) {
-	i, err := t.index(kg, write)
-	if err != nil {
-		return nil, err
-	}
-	return &t.groups[i], nil
+	return groupIn(&t.tableBase, t.groups, kg, write)
 }
 
 // own makes g's slots the table's own to write: a copy if a live snapshot
@@ -172,7 +160,7 @@ func (t *valueTable[K, V]) store(g *valueGroup[K, V], hash uint64, key K, v V) {
 	*p = v
 }
 
-func (t *valueTable[K, V]) tget(kg int, hash uint64, key K) (V, bool, error) {
+func (t *valueTable[K, V]) tget(kg int, hash uint64, key K, reuse V) (V, bool, error) {
 	g, err := t.group(kg, false)
 	if err != nil {
 		var zero V
@@ -180,22 +168,6 @@ func (t *valueTable[K, V]) tget(kg int, hash uint64, key K) (V, bool, error) {
 	}
 	v, ok := g.m.get(hash, key)
 	if ok && t.cp != nil {
-		var zero V
-		v = t.cp(zero, v)
-	}
-	return v, ok, nil
-}
-
-func (t *valueTable[K, V]) tgetInto(kg int, hash uint64, key K, reuse V) (V, bool, error) {
-	if t.cp == nil {
-		return t.tget(kg, hash, key)
-	}
-	g, err := t.group(kg, false)
-	if err != nil {
-		return reuse, false, err
-	}
-	v, ok := g.m.get(hash, key)
-	if ok {
 		v = t.cp(reuse, v)
 	}
 	return v, ok, nil
@@ -231,9 +203,7 @@ func (t *valueTable[K, V]) tupdate(kg int, hash uint64, key K, fn func(old V, fo
 	}
 	// fn must not write to the store, as in every ValueUpdater; it may
 	// take a snapshot, which own, after it, copies the slots for.
-	t.begin()
-	defer t.done()
-	nv := fn(old, found)
+	nv := callTyped(&t.tableBase, fn, old, found)
 	t.own(g)
 	t.store(g, hash, key, nv)
 	return nil
@@ -260,25 +230,6 @@ func (t *valueTable[K, V]) del(g *valueGroup[K, V], hash uint64, key K) {
 	g.m.del(hash, key)
 }
 
-// decodeKey decodes the key of k, which must be the encoding of a K: the
-// table holds no other keys.
-func (t *valueTable[K, V]) decodeKey(k *Key) (K, error) {
-	key, err := t.keys.decode(k.Bytes())
-	if err != nil {
-		return key, fmt.Errorf("%w: state %q: key %x: %w", ErrInvalidKey, t.spec.Name, k.Bytes(), err)
-	}
-	return key, nil
-}
-
-// decodeValue decodes a value passed to a byte-level write.
-func (t *valueTable[K, V]) decodeValue(b []byte) (V, error) {
-	v, err := decodeAll(t.vc, b)
-	if err != nil {
-		return v, fmt.Errorf("state %q: the value does not decode as %T: %w", t.spec.Name, v, err)
-	}
-	return v, nil
-}
-
 // Get implements ValueState. The value is encoded into a buffer of the
 // table's, valid until its next call.
 func (t *valueTable[K, V]) Get(k Key) ([]byte, bool, error) {
@@ -300,7 +251,7 @@ func (t *valueTable[K, V]) Put(k Key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := t.decodeValue(value)
+	v, err := decodeWritten(&t.tableBase, t.vc, value)
 	if err != nil {
 		return err
 	}
@@ -330,7 +281,7 @@ func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte
 	if err != nil {
 		return err
 	}
-	if v, err = t.decodeValue(nb); err != nil {
+	if v, err = decodeWritten(&t.tableBase, t.vc, nb); err != nil {
 		return err
 	}
 	t.own(g) // after fn, which may have taken a snapshot
@@ -409,7 +360,7 @@ func (t *valueTable[K, V]) Load(groups KeyGroupRange, scan func(kg int, fn func(
 // the view's, and are copied before the table next writes them while l
 // is live.
 func (t *valueTable[K, V]) Freeze(l TableLease) TableView {
-	return &valueView[K, V]{t: t, lease: l, start: t.start, tabs: freezeTabs(len(t.groups), l, func(i int) (*otab[K, V], *leases) {
+	return &valueView[K, V]{t: t, lease: l, tabs: freezeTabs(len(t.groups), l, func(i int) (*otab[K, V], *leases) {
 		return &t.groups[i].m, &t.groups[i].holders
 	})}
 }
@@ -420,7 +371,6 @@ func (t *valueTable[K, V]) Freeze(l TableLease) TableView {
 type valueView[K comparable, V any] struct {
 	t     *valueTable[K, V]
 	lease TableLease
-	start int
 	tabs  []otab[K, V]
 }
 
@@ -429,7 +379,7 @@ func (v *valueView[K, V]) Scan(kg int, fn func(Entry) error) error {
 	var kb, vb [64]byte
 	var e Entry
 	n := 0
-	for key, val := range v.tabs[kg-v.start].all {
+	for key, val := range v.tabs[kg-v.t.start].all {
 		if n++; n%scanCheckEvery == 0 && v.lease.Released() {
 			return v.lease.ErrReleasedDuringScan(v.t.spec.Name)
 		}

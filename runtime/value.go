@@ -93,16 +93,7 @@ func (h *valueHandle[K, N, V]) get(k K, n N, dst *V) (bool, error) {
 // IntoDecoder makes it escape, which get must not.
 func (h *valueHandle[K, N, V]) getInto(k K, n N, dst *V) (bool, error) {
 	if h.typed != nil {
-		var key Key
-		h.key(&key, k, n)
-		v, ok, err := h.typed.tgetInto(key.Group(), key.Hash(), k, *dst)
-		if err != nil {
-			return false, h.errorf("get", err)
-		}
-		if ok {
-			*dst = v
-		}
-		return ok, nil
+		return h.tget(k, n, dst)
 	}
 	b, ok, err := h.lookup(k, n)
 	if err != nil || !ok {
@@ -139,11 +130,12 @@ func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
 	return b, ok, nil
 }
 
-// tget is get on a table of Go values: the value is copied, not decoded.
+// tget is get and getInto on a table of Go values: the value is copied,
+// not decoded, a slice into *dst's array.
 func (h *valueHandle[K, N, V]) tget(k K, n N, dst *V) (bool, error) {
 	var key Key
 	h.key(&key, k, n)
-	v, ok, err := h.typed.tget(key.Group(), key.Hash(), k)
+	v, ok, err := h.typed.tget(key.Group(), key.Hash(), k, *dst)
 	if err != nil {
 		return false, h.errorf("get", err)
 	}
