@@ -49,10 +49,14 @@ const (
 // xxh64Short is XXH64 with seed 0 of b, len(b) < 32: the algorithm's path
 // for inputs without a full 32-byte stripe, then its final avalanche.
 func xxh64Short(b []byte) uint64 {
+	if len(b) == 8 {
+		// An int64 key, the commonest: its one lane without the loop's
+		// bounds checks and branches (BenchmarkHashKey/len=8: 6.6 -> 4.7 ns).
+		return xxh64Avalanche(bits.RotateLeft64((xxPrime5+8)^xxh64Lane(binary.LittleEndian.Uint64(b)), 27)*xxPrime1 + xxPrime4)
+	}
 	h := xxPrime5 + uint64(len(b))
 	for ; len(b) >= 8; b = b[8:] {
-		k := bits.RotateLeft64(binary.LittleEndian.Uint64(b)*xxPrime2, 31) * xxPrime1
-		h = bits.RotateLeft64(h^k, 27)*xxPrime1 + xxPrime4
+		h = bits.RotateLeft64(h^xxh64Lane(binary.LittleEndian.Uint64(b)), 27)*xxPrime1 + xxPrime4
 	}
 	if len(b) >= 4 {
 		h = bits.RotateLeft64(h^uint64(binary.LittleEndian.Uint32(b))*xxPrime1, 23)*xxPrime2 + xxPrime3
@@ -61,6 +65,14 @@ func xxh64Short(b []byte) uint64 {
 	for _, c := range b {
 		h = bits.RotateLeft64(h^uint64(c)*xxPrime5, 11) * xxPrime1
 	}
+	return xxh64Avalanche(h)
+}
+
+// xxh64Lane is XXH64's round of an 8-byte lane of the input.
+func xxh64Lane(v uint64) uint64 { return bits.RotateLeft64(v*xxPrime2, 31) * xxPrime1 }
+
+// xxh64Avalanche is XXH64's final mix.
+func xxh64Avalanche(h uint64) uint64 {
 	h ^= h >> 33
 	h *= xxPrime2
 	h ^= h >> 29

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -254,6 +255,48 @@ func TestHashKeyIsXXH64(t *testing.T) {
 			if got, want := HashKey(b), xxhash.Sum64(b); got != want {
 				t.Fatalf("HashKey(%x) = %#x, xxhash.Sum64 %#x", b, got, want)
 			}
+		}
+	}
+}
+
+// hashSink keeps BenchmarkHashKey's hashes alive.
+var hashSink uint64
+
+// BenchmarkHashKey hashes encoded keys of an int64's length and of a short
+// string's.
+func BenchmarkHashKey(b *testing.B) {
+	for _, n := range []int{8, 13} {
+		b.Run(fmt.Sprintf("len=%d", n), func(b *testing.B) {
+			key := make([]byte, n)
+			for i := 0; b.Loop(); i++ {
+				// One 8-byte store, as a key codec writes an int64.
+				binary.BigEndian.PutUint64(key, uint64(i))
+				hashSink += HashKey(key)
+			}
+		})
+	}
+}
+
+// TestUserKeyHashSpreads holds userKeyHash to what an otab needs of it:
+// the homes (top bits) of int64 user keys, sequential or strided in low or
+// high bits, spread over a table as evenly as a random hash's would, and
+// other lengths hash as HashKey.
+func TestUserKeyHashSpreads(t *testing.T) {
+	const n, bits = 4096, 13 // 4096 keys in 8192 slots
+	for _, stride := range []uint64{1, 7, 1 << 20, 1 << 32, 1 << 48} {
+		homes := map[uint64]int{}
+		for i := range uint64(n) {
+			b := AppendInt64Key(nil, int64(i*stride))
+			homes[userKeyHash(b)>>(64-bits)]++
+		}
+		// 4096 random keys in 8192 homes take about 3225 distinct ones.
+		if len(homes) < 3000 {
+			t.Errorf("stride %#x: %d keys take %d of %d homes", stride, n, len(homes), 1<<bits)
+		}
+	}
+	for _, b := range [][]byte{nil, []byte("abc"), []byte("sixteen bytes..!")} {
+		if userKeyHash(b) != HashKey(b) {
+			t.Errorf("userKeyHash(%q) is not HashKey", b)
 		}
 	}
 }

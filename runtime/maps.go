@@ -198,12 +198,12 @@ func (h *mapHandle[K, N, UK, V]) getInto(k K, n N, uk UK, dst *V) (bool, error) 
 	return true, nil
 }
 
-// tkey is the (key group, HashKey) of (k, n) and the HashKey of uk, as a
+// tkey is the (key group, HashKey) of (k, n) and the userKeyHash of uk, as a
 // map table takes them.
 func (h *mapHandle[K, N, UK, V]) tkey(k K, n N, uk UK) (int, uint64, uint64) {
 	var key Key
 	h.key(&key, k, n)
-	return key.Group(), key.Hash(), HashKey(userKey(&h.buf, h.ukc, uk))
+	return key.Group(), key.Hash(), userKeyHash(userKey(&h.buf, h.ukc, uk))
 }
 
 // tget is get on a table of Go values: the value is copied, not decoded.

@@ -1,13 +1,16 @@
 package runtime
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // This file holds the map table: a keyed Map state kept as Go values by a
 // TableHost, as table_value.go keeps a value state.
 //
 // A key group's map table is a hash table (otab) of key to the key's map,
-// itself a hash table of user key to value, found by the user key's
-// HashKey — Flink's heap backend keeps a map state the same way, a map
+// itself a hash table of user key to value, found by the user key's hash
+// (userKeyHash) — Flink's heap backend keeps a map state the same way, a map
 // per key. A map with no entries does not exist: the last Delete removes
 // the key. An Update or a Get is two probes, one per table; an iteration
 // of a key's map walks one table, with nothing decoded.
@@ -38,7 +41,7 @@ func TypedMaps[K, UK comparable, V any]() TypedMapTable[K, UK, V] {
 }
 
 // typedMap is the typed side of a map table, as a handle calls it: kg and
-// hash are the key group and HashKey of key, uh the HashKey of uk (see
+// hash are the key group and HashKey of key, uh the userKeyHash of uk (see
 // typedValue for why nothing is passed by pointer but the scan frame,
 // which lives on the heap already).
 type typedMap[K, UK, V any] interface {
@@ -241,13 +244,27 @@ func (t *mapTable[K, UK, V]) keyed(k *Key, write bool) (*mapGroup[K, UK, V], K, 
 }
 
 // userKey decodes the user key of a byte-level operation and returns it
-// with its HashKey.
+// with its userKeyHash.
 func (t *mapTable[K, UK, V]) userKey(b []byte) (UK, uint64, error) {
 	uk, err := t.uks.decode(b)
 	if err != nil {
 		return uk, 0, fmt.Errorf("%w: state %q: user key %x: %w", ErrInvalidKey, t.spec.Name, b, err)
 	}
-	return uk, HashKey(b), nil
+	return uk, userKeyHash(b), nil
+}
+
+// userKeyHash is the hash of an encoded user key in a map table's inner
+// tables. Unlike HashKey it is nobody's contract — it picks no key group
+// and is never stored — so an 8-byte encoding (an int64's, q5's auction
+// in Nexmark, hashed with every bid of every window) is hashed by one
+// multiply, Fibonacci hashing, whose top bits, the ones an otab uses, mix
+// every bit of the key; the multiplier is odd, so distinct keys keep
+// distinct hashes. Other lengths go to HashKey.
+func userKeyHash(b []byte) uint64 {
+	if len(b) == 8 {
+		return binary.BigEndian.Uint64(b) * 0x9E3779B97F4A7C15
+	}
+	return HashKey(b)
 }
 
 // entry is keyed and userKey together.
@@ -433,7 +450,7 @@ func (t *mapTable[K, UK, V]) Load(groups KeyGroupRange, scan func(kg int, fn fun
 		if !found {
 			*p = new(umap[UK, V])
 		}
-		pv, dup := (*p).m.slot(HashKey(e.UserKey), uk)
+		pv, dup := (*p).m.slot(userKeyHash(e.UserKey), uk)
 		if dup {
 			return fmt.Errorf("%w: state %q, key group %d: key %x: user key %x twice", ErrCorrupt, t.spec.Name, kg, e.Key, e.UserKey)
 		}
