@@ -58,6 +58,16 @@ type KeyCodec[T any] interface {
 	DecodeKey(src []byte) (v T, rest []byte, err error)
 }
 
+// KeyWord is implemented by a KeyCodec whose key encoding is always eight
+// bytes (Int64Codec, Uint64Codec): KeyWord(v) is the encoding of v read as
+// a big-endian number, binary.BigEndian.Uint64(AppendKey(nil, v)). A
+// handle of a table of Go values (TableHost) then hashes a key, and a map
+// table's user key, from its value, without writing its encoding: the
+// hash is the same, HashKey of the encoding, computed from the number.
+type KeyWord[T any] interface {
+	KeyWord(v T) uint64
+}
+
 // Codec is a codec usable both as a KeyCodec and as a ValueCodec. Every
 // built-in codec of a key-able type is one.
 type Codec[T any] interface {

@@ -1039,6 +1039,8 @@ var (
 	_ Codec[int16]         = Int16Codec{}
 	_ Codec[int32]         = Int32Codec{}
 	_ Codec[int64]         = Int64Codec{}
+	_ KeyWord[int64]       = Int64Codec{}
+	_ KeyWord[uint64]      = Uint64Codec{}
 	_ Codec[uint]          = UintCodec{}
 	_ Codec[uint8]         = Uint8Codec{}
 	_ Codec[uint16]        = Uint16Codec{}
@@ -1142,6 +1144,9 @@ func (Int64Codec) AppendKey(dst []byte, v int64) []byte { return AppendInt64Key(
 // DecodeKey decodes a key encoding (DecodeInt64Key).
 func (Int64Codec) DecodeKey(src []byte) (int64, []byte, error) { return DecodeInt64Key(src) }
 
+// KeyWord returns the key encoding of v as a big-endian number (KeyWord).
+func (Int64Codec) KeyWord(v int64) uint64 { return uint64(v) ^ (1 << 63) }
+
 // AppendValue appends the value encoding of v (AppendInt64Value).
 func (Int64Codec) AppendValue(dst []byte, v int64) []byte { return AppendInt64Value(dst, v) }
 
@@ -1221,6 +1226,9 @@ func (Uint64Codec) AppendKey(dst []byte, v uint64) []byte { return AppendUint64K
 
 // DecodeKey decodes a key encoding (DecodeUint64Key).
 func (Uint64Codec) DecodeKey(src []byte) (uint64, []byte, error) { return DecodeUint64Key(src) }
+
+// KeyWord returns the key encoding of v as a big-endian number (KeyWord).
+func (Uint64Codec) KeyWord(v uint64) uint64 { return v }
 
 // AppendValue appends the value encoding of v (AppendUint64Value).
 func (Uint64Codec) AppendValue(dst []byte, v uint64) []byte { return AppendUint64Value(dst, v) }

@@ -20,6 +20,7 @@ type handle[K, N any] struct {
 	maxP   int
 	groups KeyGroupRange // the key groups the store owns
 	kc     KeyCodec[K]
+	kw     KeyWord[K]  // kc, if it gives 8-byte encodings as numbers
 	nc     KeyCodec[N] // nil for keyed states
 	// buf holds the encoded key, namespace and user key of the current call.
 	// Iterating methods detach it for the duration of the iteration (see
@@ -70,8 +71,24 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	h.maxP = s.Config().MaxParallelism
 	h.groups = s.Config().KeyGroups
 	h.kc = kc
+	h.kw, _ = kc.(KeyWord[K])
 	h.nc = nc
 	return st, nil
+}
+
+// tableKey returns the key group and HashKey of k, the key of a table of
+// Go values (whose states have no namespace: n is noNS). When k's codec
+// gives its encoding as a number (KeyWord), the hash is computed from it
+// and nothing is encoded: a typed table finds its slot by k itself, and
+// needs of the encoding only its hash. Else it is key's.
+func (h *handle[K, N]) tableKey(k K, n N) (int, uint64) {
+	if h.kw != nil {
+		hash := hashKeyWord(h.kw.KeyWord(k))
+		return KeyGroupOfHash(hash, h.maxP), hash
+	}
+	var key Key
+	h.key(&key, k, n)
+	return key.Group(), key.Hash()
 }
 
 // key encodes (k, n) into h.buf and makes *key its Key; the namespace is

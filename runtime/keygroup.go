@@ -52,7 +52,7 @@ func xxh64Short(b []byte) uint64 {
 	if len(b) == 8 {
 		// An int64 key, the commonest: its one lane without the loop's
 		// bounds checks and branches (BenchmarkHashKey/len=8: 6.6 -> 4.7 ns).
-		return xxh64Avalanche(bits.RotateLeft64((xxPrime5+8)^xxh64Lane(binary.LittleEndian.Uint64(b)), 27)*xxPrime1 + xxPrime4)
+		return xxh64Of8(binary.LittleEndian.Uint64(b))
 	}
 	h := xxPrime5 + uint64(len(b))
 	for ; len(b) >= 8; b = b[8:] {
@@ -67,6 +67,16 @@ func xxh64Short(b []byte) uint64 {
 	}
 	return xxh64Avalanche(h)
 }
+
+// xxh64Of8 is XXH64 with seed 0 of an 8-byte input, lane its bytes read
+// as a little-endian number.
+func xxh64Of8(lane uint64) uint64 {
+	return xxh64Avalanche(bits.RotateLeft64((xxPrime5+8)^xxh64Lane(lane), 27)*xxPrime1 + xxPrime4)
+}
+
+// hashKeyWord is HashKey of an 8-byte key encoding given as a big-endian
+// number (KeyWord).
+func hashKeyWord(w uint64) uint64 { return xxh64Of8(bits.ReverseBytes64(w)) }
 
 // xxh64Lane is XXH64's round of an 8-byte lane of the input.
 func xxh64Lane(v uint64) uint64 { return bits.RotateLeft64(v*xxPrime2, 31) * xxPrime1 }

@@ -300,3 +300,29 @@ func TestUserKeyHashSpreads(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyWord holds the built-in codecs' KeyWord to their key encodings,
+// and the hashes of a word to the hashes of the encoding it stands for.
+func TestKeyWord(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	ints := []int64{0, 1, -1, 1 << 62, -1 << 63, 1<<63 - 1}
+	for range 1000 {
+		ints = append(ints, int64(r.Uint64()))
+	}
+	checkWord := func(enc []byte, w uint64) {
+		t.Helper()
+		if len(enc) != 8 || binary.BigEndian.Uint64(enc) != w {
+			t.Fatalf("KeyWord %#x, encoding %x", w, enc)
+		}
+		if hashKeyWord(w) != HashKey(enc) {
+			t.Fatalf("hashKeyWord(%#x) = %#x, HashKey of %x %#x", w, hashKeyWord(w), enc, HashKey(enc))
+		}
+		if userKeyHashWord(w) != userKeyHash(enc) {
+			t.Fatalf("userKeyHashWord(%#x) is not userKeyHash of %x", w, enc)
+		}
+	}
+	for _, v := range ints {
+		checkWord(Int64Codec{}.AppendKey(nil, v), Int64Codec{}.KeyWord(v))
+		checkWord(Uint64Codec{}.AppendKey(nil, uint64(v)), Uint64Codec{}.KeyWord(uint64(v)))
+	}
+}

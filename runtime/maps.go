@@ -45,6 +45,7 @@ type mapHandle[K, N, UK, V any] struct {
 	st     MapState
 	sorted SortedMapState
 	ukc    KeyCodec[UK]
+	ukw    KeyWord[UK] // ukc, if it gives 8-byte encodings as numbers
 	vc     ValueCodec[V]
 	into   IntoDecoder[V] // vc, if it decodes into a value (GetInto)
 	upd    MapUpdater     // st, if it updates in one lookup
@@ -160,6 +161,7 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 	h.st, h.ukc, h.vc = ms, ukc, vc
 	h.into, _ = vc.(IntoDecoder[V])
 	h.typed, _ = st.(typedMap[K, UK, V])
+	h.ukw, _ = ukc.(KeyWord[UK])
 	if h.upd, _ = ms.(MapUpdater); h.upd != nil {
 		h.updc.init(spec.Name, vc)
 	}
@@ -201,9 +203,13 @@ func (h *mapHandle[K, N, UK, V]) getInto(k K, n N, uk UK, dst *V) (bool, error) 
 // tkey is the (key group, HashKey) of (k, n) and the userKeyHash of uk, as a
 // map table takes them.
 func (h *mapHandle[K, N, UK, V]) tkey(k K, n N, uk UK) (int, uint64, uint64) {
-	var key Key
-	h.key(&key, k, n)
-	return key.Group(), key.Hash(), userKeyHash(userKey(&h.buf, h.ukc, uk))
+	kg, hash := h.tableKey(k, n)
+	if h.ukw != nil {
+		return kg, hash, userKeyHashWord(h.ukw.KeyWord(uk))
+	}
+	// Only the hashes are kept: uk is encoded at the buffer's start.
+	h.buf = h.buf[:0]
+	return kg, hash, userKeyHash(userKey(&h.buf, h.ukc, uk))
 }
 
 // tget is get on a table of Go values: the value is copied, not decoded.

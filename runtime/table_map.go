@@ -262,10 +262,14 @@ func (t *mapTable[K, UK, V]) userKey(b []byte) (UK, uint64, error) {
 // distinct hashes. Other lengths go to HashKey.
 func userKeyHash(b []byte) uint64 {
 	if len(b) == 8 {
-		return binary.BigEndian.Uint64(b) * 0x9E3779B97F4A7C15
+		return userKeyHashWord(binary.BigEndian.Uint64(b))
 	}
 	return HashKey(b)
 }
+
+// userKeyHashWord is userKeyHash of an 8-byte encoding given as a
+// big-endian number (KeyWord).
+func userKeyHashWord(w uint64) uint64 { return w * 0x9E3779B97F4A7C15 }
 
 // entry is keyed and userKey together.
 func (t *mapTable[K, UK, V]) entry(k *Key, ukb []byte, write bool) (*mapGroup[K, UK, V], K, UK, uint64, error) {

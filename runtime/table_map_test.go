@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -25,6 +26,10 @@ func mapDesc(typed bool) runtime.MapDescriptor[int64, int64, string] {
 	}
 	return d
 }
+
+// noWord is a key codec without KeyWord: a handle encodes its keys to
+// hash them, where Int64Codec's it hashes from their values.
+type noWord[T any] struct{ runtime.KeyCodec[T] }
 
 type mapHandle = runtime.Map[int64, int64, string]
 
@@ -68,10 +73,26 @@ func entriesOf(t *testing.T, m mapHandle, k int64) map[int64]string {
 // while the writes go on and released out of order: every read answers
 // alike, and every snapshot holds what the byte store's snapshot of the
 // same moment holds, whatever is written after it.
+//
+// The typed handle hashes its keys and user keys from their values
+// (runtime.KeyWord) or, with codecs that cannot, from their encodings:
+// both must find the key groups the byte handle does.
 func TestTypedMapsMatchBytes(t *testing.T) {
+	for _, words := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keyword=%v", words), func(t *testing.T) {
+			d := mapDesc(true)
+			if !words {
+				d.Key, d.UserKey = noWord[int64]{d.Key}, noWord[int64]{d.UserKey}
+			}
+			typedMapsMatchBytes(t, d)
+		})
+	}
+}
+
+func typedMapsMatchBytes(t *testing.T, typed runtime.MapDescriptor[int64, int64, string]) {
 	cfg := runtime.StoreConfig{MaxParallelism: 8}
 	ts, bs := newCow(t, cfg), newCow(t, cfg)
-	tm := must[mapHandle](t)(runtime.NewMap(ts, mapDesc(true)))
+	tm := must[mapHandle](t)(runtime.NewMap(ts, typed))
 	bm := must[mapHandle](t)(runtime.NewMap(bs, mapDesc(false)))
 	if !isTable(t, ts, "maps") || isTable(t, bs, "maps") {
 		t.Fatal("the typed handle's state is not a table, or the byte handle's is")

@@ -133,9 +133,8 @@ func (h *valueHandle[K, N, V]) lookup(k K, n N) ([]byte, bool, error) {
 // tget is get and getInto on a table of Go values: the value is copied,
 // not decoded, a slice into *dst's array.
 func (h *valueHandle[K, N, V]) tget(k K, n N, dst *V) (bool, error) {
-	var key Key
-	h.key(&key, k, n)
-	v, ok, err := h.typed.tget(key.Group(), key.Hash(), k, *dst)
+	kg, hash := h.tableKey(k, n)
+	v, ok, err := h.typed.tget(kg, hash, k, *dst)
 	if err != nil {
 		return false, h.errorf("get", err)
 	}
@@ -151,9 +150,8 @@ func (h *valueHandle[K, N, V]) contains(k K, n N) (bool, error) {
 		_, ok, err := h.lookup(k, n)
 		return ok, err
 	}
-	var key Key
-	h.key(&key, k, n)
-	ok, err := h.typed.tcontains(key.Group(), key.Hash(), k)
+	kg, hash := h.tableKey(k, n)
+	ok, err := h.typed.tcontains(kg, hash, k)
 	if err != nil {
 		return false, h.errorf("get", err)
 	}
@@ -165,23 +163,23 @@ func (h *valueHandle[K, N, V]) del(k K, n N) error {
 	if h.typed == nil {
 		return h.clear(h.st, k, n)
 	}
-	var key Key
-	h.key(&key, k, n)
-	if err := h.typed.tdelete(key.Group(), key.Hash(), k); err != nil {
+	kg, hash := h.tableKey(k, n)
+	if err := h.typed.tdelete(kg, hash, k); err != nil {
 		return h.errorf("clear", err)
 	}
 	return nil
 }
 
 func (h *valueHandle[K, N, V]) put(k K, n N, v V) error {
-	var key Key
-	h.key(&key, k, n)
 	if h.typed != nil {
-		if err := h.typed.tput(key.Group(), key.Hash(), k, v); err != nil {
+		kg, hash := h.tableKey(k, n)
+		if err := h.typed.tput(kg, hash, k, v); err != nil {
 			return h.errorf("put", err)
 		}
 		return nil
 	}
+	var key Key
+	h.key(&key, k, n)
 	h.vbuf = h.vc.AppendValue(h.vbuf[:0], v)
 	if err := h.st.Put(key, h.vbuf); err != nil {
 		return h.errorf("put", err)
@@ -196,9 +194,8 @@ func (h *valueHandle[K, N, V]) update(k K, n N, fn func(old V, found bool) V) er
 		return h.errorf("update", fmt.Errorf("nil callback"))
 	}
 	if h.typed != nil {
-		var key Key
-		h.key(&key, k, n)
-		if err := h.typed.tupdate(key.Group(), key.Hash(), k, fn); err != nil {
+		kg, hash := h.tableKey(k, n)
+		if err := h.typed.tupdate(kg, hash, k, fn); err != nil {
 			return h.errorf("update", err)
 		}
 		return nil
