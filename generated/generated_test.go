@@ -493,3 +493,43 @@ func TestGeneratedOperatorLists(t *testing.T) {
 		t.Errorf("the new instances read partitions %v, want each of 0..5 once", partitions)
 	}
 }
+
+// TestDefinedInt64KeysHashFromValues binds LedgerState, whose keys and user
+// keys are a defined int64 kept as Go values on cow and hashed from their
+// values (AccountIDCodec's KeyWord), on the cow store of one instance of
+// two: a key is written and read back exactly when the key group of its
+// encoding — the byte handles' and every checkpoint's — is the instance's.
+func TestDefinedInt64KeysHashFromValues(t *testing.T) {
+	r, _ := runtime.KeyGroupRangeForOperator(runtime.DefaultMaxParallelism, 2, 1)
+	store, err := cow.New(cow.Options{StoreConfig: runtime.StoreConfig{KeyGroups: r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ls, err := OpenLedgerState(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := func(id AccountID) bool {
+		enc := AccountIDCodec{}.AppendKey(nil, id)
+		return r.Contains(runtime.KeyGroupOfHash(runtime.HashKey(enc), runtime.DefaultMaxParallelism))
+	}
+	for _, id := range []AccountID{0, 1, -1, 42, 1 << 40, math.MinInt64, math.MaxInt64} {
+		errV := ls.Balance.Put(id, int64(id)+1)
+		errM := ls.Sent.Put(id, 7, int64(id)+2)
+		if owned(id) {
+			if errV != nil || errM != nil {
+				t.Fatalf("account %d, in the instance's key groups: Put: %v, %v", id, errV, errM)
+			}
+			b, okB, errB := ls.Balance.Get(id)
+			s, okS, errS := ls.Sent.Get(id, 7)
+			if b != int64(id)+1 || s != int64(id)+2 || !okB || !okS || errB != nil || errS != nil {
+				t.Errorf("account %d: Balance %d %v %v, Sent %d %v %v", id, b, okB, errB, s, okS, errS)
+			}
+			continue
+		}
+		if !errors.Is(errV, runtime.ErrKeyGroupNotOwned) || !errors.Is(errM, runtime.ErrKeyGroupNotOwned) {
+			t.Errorf("account %d, in another instance's key groups: Put: %v, %v; want ErrKeyGroupNotOwned", id, errV, errM)
+		}
+	}
+}

@@ -50,6 +50,17 @@ type WindowState struct {
 	Fire runtime.Timers[SessionKey, Window] `state:"fire"`
 }
 
+// LedgerState is the state of a ledger: each account's balance, and the
+// sums it sent to each other account. Both are kept as Go values on a
+// store that can (runtime.TableHost), and their keys, a defined int64,
+// are hashed from their values.
+//
+//stategen:state
+type LedgerState struct {
+	Balance runtime.Value[AccountID, int64]          `state:"balance"`
+	Sent    runtime.Map[AccountID, AccountID, int64] `state:"sent"`
+}
+
 // ExpiringState is the state of an operator whose state expires (state
 // TTL): each user's last event, kept 30 minutes after its last update;
 // page views, kept a day after they were last read or written; each

@@ -5,6 +5,7 @@ package generated
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"github.com/stategen/stategen/generated/geo"
 	"math"
@@ -142,6 +143,76 @@ func stategenSeedKArray16OfUint8(r *rand.Rand) []byte {
 	var v [16]uint8
 	stategenRandArray16OfUint8(r, &v, 0, true)
 	return stategenCodecArray16OfUint8{}.AppendKey(nil, v)
+}
+
+// stategenCheckKAccountID round-trips random keys through AccountIDCodec and checks
+// that their encodings order like the keys.
+func stategenCheckKAccountID(t *testing.T, r *rand.Rand) {
+	var c AccountIDCodec
+	for i := range 300 {
+		var x, y AccountID
+		x = AccountID(stategenRandBits(r))
+		y = AccountID(stategenRandBits(r))
+		if r.IntN(8) == 0 {
+			y = x
+		}
+		bx, by := c.AppendKey(nil, x), c.AppendKey(nil, y)
+		got, rest, err := c.DecodeKey(append(bytes.Clone(bx), 238))
+		if err != nil {
+			t.Fatalf("key %d: %#v: decoding %x: %v", i, x, bx, err)
+		}
+		if len(rest) != 1 || !(x == got) {
+			t.Fatalf("key %d: round trip changed %#v into %#v (rest %x)", i, x, got, rest)
+		}
+		want, have := cmp.Compare(x, y), bytes.Compare(bx, by)
+		if stategenSign(want) != have {
+			t.Fatalf("key %d: %#v vs %#v compare %d, but their encodings %x and %x compare %d", i, x, y, want, bx, by, have)
+		}
+		for n := range len(bx) {
+			if _, _, err := c.DecodeKey(bx[:n]); err == nil {
+				t.Fatalf("key %d: the %d-byte prefix of %x decoded", i, n, bx)
+			}
+		}
+		if w := c.KeyWord(x); len(bx) != 8 || binary.BigEndian.Uint64(bx) != w {
+			t.Fatalf("key %d: %#v: KeyWord %#x, but its encoding is %x", i, x, w, bx)
+		}
+	}
+}
+
+// stategenFuzzKAccountID decodes up to two keys, one after the other, from arbitrary
+// bytes with AccountIDCodec: each must re-encode to the bytes it was decoded from
+// (key encodings are canonical) and decode alike without the bytes that
+// follow it, and the two encodings must compare like the keys.
+func stategenFuzzKAccountID(data []byte) (int, error) {
+	var c AccountIDCodec
+	var keys [2]AccountID
+	var encs [2][]byte
+	rest := data
+	for n := range 2 {
+		v, after, err := c.DecodeKey(rest)
+		if err != nil {
+			return n, nil
+		}
+		enc := rest[:len(rest)-len(after)]
+		if b := c.AppendKey(nil, v); !bytes.Equal(b, enc) {
+			return n, fmt.Errorf("key %x decodes as %#v, which encodes as %x", enc, v, b)
+		}
+		if w, tail, err := c.DecodeKey(enc); err != nil || len(tail) != 0 || !(v == w) {
+			return n, fmt.Errorf("key %x decodes as %#v followed by more bytes, but alone as %#v, rest %x, %v", enc, v, w, tail, err)
+		}
+		keys[n], encs[n], rest = v, enc, after
+	}
+	want, have := cmp.Compare(keys[0], keys[1]), bytes.Compare(encs[0], encs[1])
+	if stategenSign(want) != have {
+		return 2, fmt.Errorf("keys %#v and %#v compare %d, but their encodings %x and %x compare %d", keys[0], keys[1], want, encs[0], encs[1], have)
+	}
+	return 2, nil
+}
+
+func stategenSeedKAccountID(r *rand.Rand) []byte {
+	var v AccountID
+	v = AccountID(stategenRandBits(r))
+	return AccountIDCodec{}.AppendKey(nil, v)
 }
 
 // stategenCheckVAgg round-trips random values through AggCodec.
@@ -914,6 +985,7 @@ type stategenCodecTest struct {
 var stategenCodecTests = []stategenCodecTest{
 	{"stategenCodecPtrToAgg/value", stategenCheckVPtrToAgg, stategenFuzzVPtrToAgg, stategenSeedVPtrToAgg},
 	{"stategenCodecArray16OfUint8/key", stategenCheckKArray16OfUint8, stategenFuzzKArray16OfUint8, stategenSeedKArray16OfUint8},
+	{"AccountIDCodec/key", stategenCheckKAccountID, stategenFuzzKAccountID, stategenSeedKAccountID},
 	{"AggCodec/value", stategenCheckVAgg, stategenFuzzVAgg, stategenSeedVAgg},
 	{"BidCodec/value", stategenCheckVBid, stategenFuzzVBid, stategenSeedVBid},
 	{"ColorCodec/value", stategenCheckVColor, stategenFuzzVColor, stategenSeedVColor},

@@ -41,6 +41,10 @@ const (
 // Level is a string enum.
 type Level string
 
+// AccountID is a defined int64, a key whose generated codec gives its
+// encoding as a number (runtime.KeyWord).
+type AccountID int64
+
 // Window is a time window, the namespace of windowed state.
 type Window struct {
 	Start, End int64

@@ -640,10 +640,19 @@ func (e *emitter) codecType(c *codec) {
 			Params(jen.Id("v").Add(e.typ(t)), jen.Id("rest").Index().Byte(), jen.Err().Error()).
 			Block(e.rootDecode(t, true)...)
 		e.f.Line()
+		if rc := keyWordCodec(t); rc != "" {
+			e.comment("KeyWord returns the key encoding of v as a big-endian number\n(runtime.KeyWord): a typed table's handle hashes v from it.")
+			e.f.Func().Params(recv).Id("KeyWord").Params(jen.Id("v").Add(e.typ(t))).Uint64().Block(
+				jen.Return(jen.Qual(RuntimePath, rc).Values().Dot("KeyWord").Call(e.leafArg(t, jen.Id("v")))))
+			e.f.Line()
+		}
 	}
 	var checks []jen.Code
 	if c.key {
 		checks = append(checks, jen.Id("_").Qual(RuntimePath, "KeyCodec").Types(e.typ(t)).Op("=").Id(c.name).Values())
+		if keyWordCodec(t) != "" {
+			checks = append(checks, jen.Id("_").Qual(RuntimePath, "KeyWord").Types(e.typ(t)).Op("=").Id(c.name).Values())
+		}
 	}
 	if c.value {
 		checks = append(checks, jen.Id("_").Qual(RuntimePath, "ValueCodec").Types(e.typ(t)).Op("=").Id(c.name).Values())
@@ -653,6 +662,22 @@ func (e *emitter) codecType(c *codec) {
 	}
 	e.f.Var().Defs(checks...)
 	e.f.Line()
+}
+
+// keyWordCodec names the runtime codec whose KeyWord a generated key
+// codec of t delegates to — t's key encoding is always eight bytes, an
+// int64's or a uint64's — or is "".
+func keyWordCodec(t *model.Type) string {
+	if !t.IsLeaf() {
+		return ""
+	}
+	switch t.Base().Kind {
+	case model.Int64:
+		return "Int64Codec"
+	case model.Uint64:
+		return "Uint64Codec"
+	}
+	return ""
 }
 
 // leafArg converts the expression x of leaf type t to the type the

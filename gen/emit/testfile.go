@@ -370,7 +370,9 @@ func (e *emitter) checkKey(c *codec) jen.Code {
 					jen.Id("i"), jen.Id("x"), jen.Id("y"), jen.Id("want"), jen.Id("bx"), jen.Id("by"), jen.Id("have"))),
 			jen.For(jen.Id("n").Op(":=").Range().Len(jen.Id("bx"))).Block(
 				jen.If(jen.List(jen.Id("_"), jen.Id("_"), jen.Err()).Op(":=").Add(cv).Dot("DecodeKey").Call(jen.Id("bx").Index(jen.Empty(), jen.Id("n"))), jen.Err().Op("==").Nil()).Block(
-					tT.Clone().Dot("Fatalf").Call(jen.Lit("key %d: the %d-byte prefix of %x decoded"), jen.Id("i"), jen.Id("n"), jen.Id("bx"))))),
+					tT.Clone().Dot("Fatalf").Call(jen.Lit("key %d: the %d-byte prefix of %x decoded"), jen.Id("i"), jen.Id("n"), jen.Id("bx")))),
+			e.checkKeyWord(t, cv),
+		),
 	)
 	e.f.Line()
 	e.comment(fuzz + " decodes up to two keys, one after the other, from arbitrary\nbytes with " + c.name + ": each must re-encode to the bytes it was decoded from\n(key encodings are canonical) and decode alike without the bytes that\nfollow it, and the two encodings must compare like the keys.")
@@ -404,6 +406,17 @@ func (e *emitter) checkKey(c *codec) jen.Code {
 	)
 	e.f.Line()
 	return jen.Line().Values(jen.Lit(c.name+"/key"), jen.Id(check), jen.Id(fuzz), jen.Id(seed))
+}
+
+// checkKeyWord is checkKey's test of the codec's KeyWord, if it has one:
+// the word of x is x's encoding read as a big-endian number.
+func (e *emitter) checkKeyWord(t *model.Type, cv jen.Code) jen.Code {
+	if keyWordCodec(t) == "" {
+		return jen.Null()
+	}
+	return jen.If(jen.Id("w").Op(":=").Add(cv).Dot("KeyWord").Call(jen.Id("x")),
+		jen.Len(jen.Id("bx")).Op("!=").Lit(8).Op("||").Qual("encoding/binary", "BigEndian").Dot("Uint64").Call(jen.Id("bx")).Op("!=").Id("w")).Block(
+		tT.Clone().Dot("Fatalf").Call(jen.Lit("key %d: %#v: KeyWord %#x, but its encoding is %x"), jen.Id("i"), jen.Id("x"), jen.Id("w"), jen.Id("bx")))
 }
 
 // tests emits the test functions.
