@@ -20,8 +20,10 @@ func checkIndexes(t *testing.T, s *Store, what string) int {
 			if tr == nil {
 				continue
 			}
+			n := 0
 			tr.idx.Each(func(r *entryidx.Rec) {
 				total++
+				n++
 				ik := r.Key[:r.KL]
 				p := tr.probe(ik)
 				if want := uint32(itemHash(&p) >> 32); r.Hash() != want {
@@ -32,6 +34,11 @@ func checkIndexes(t *testing.T, s *Store, what string) int {
 					t.Fatalf("%s: state %s, tree %d: the index has %x at region %x, %d bytes; the tree: %v, %x, %d", what, name, i, ik, r.Ref, r.Aux, ok, x.ref, x.vl)
 				}
 			})
+			// find answers "absent" without a descent when the index holds
+			// as many records as the tree holds items.
+			if n != tr.idx.Len() || n > tr.bt.Len() {
+				t.Fatalf("%s: state %s, tree %d: %d live records, the index counts %d, the tree holds %d items", what, name, i, n, tr.idx.Len(), tr.bt.Len())
+			}
 		}
 	}
 	return total

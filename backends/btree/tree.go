@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	tb "github.com/tidwall/btree"
 
@@ -234,7 +235,11 @@ func (t *tree) lookup(g *entryidx.Gate, ik []byte) ([]byte, bool) {
 // its value until then, so the hot item is the tree's own. Otherwise, if
 // the gate g of the tree's state lets the read use the entry index and
 // the index holds the item, it comes from there, without a descent; else
-// from the tree, and into the index.
+// from the tree, and into the index — unless the index holds every item
+// of the tree: its records are exact, one per item it indexes, so as many
+// records as items means that an item it lacks is not in the tree, and an
+// Update that makes an entry (a count's first bid) costs no descent to
+// find nothing.
 func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 	var p item
 	t.setProbe(&p, ik)
@@ -252,6 +257,9 @@ func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 		return p, true
 	}
 	g.Count(false)
+	if t.idx.Len() == t.bt.Len() {
+		return item{}, false
+	}
 	x, ok := t.bt.Get(p)
 	if ok {
 		t.idx.Add(&pr, x.ref, x.vl, t.idxBound())
@@ -260,8 +268,15 @@ func (t *tree) find(g *entryidx.Gate, ik []byte) (item, bool) {
 }
 
 // idxBound is the most bytes the tree's index may grow to: four times the
-// live bytes of its arena.
-func (t *tree) idxBound() int64 { return 4 * (t.Used - t.garbage) }
+// tree's live bytes, its items (in the B-tree's nodes) and their regions.
+// The items count: a map entry of int64 key and user key and a small
+// value keeps its whole key inline and a region of a byte or two, and a
+// bound of the regions alone held its index to MinBytes, about 300 of
+// such entries, emptied again at every growth past them (Nexmark's q5 on
+// btree: 16 in 35 of its index misses were entries it had held).
+func (t *tree) idxBound() int64 {
+	return 4 * (t.Used - t.garbage + int64(unsafe.Sizeof(item{}))*int64(t.bt.Len()))
+}
 
 // indexed starts pr, a search of the entry index for item key ik, whose
 // probe is p, and reports whether the index holds the item (then pr.Rec
@@ -323,11 +338,13 @@ func (t *tree) drop(x item) {
 var deleteRange = &tb.DeleteRangeOptions{NoReturn: true, MaxInclusive: true}
 
 // deletePrefix removes every item whose item key starts with p, counting
-// their regions as garbage; it finds them with it, an iterator over the
-// tree.
+// their regions as garbage, and their records in the entry index; it
+// finds them with it, an iterator over the tree. The index keeps the
+// records of the other items: a Clear of one key's map leaves the other
+// keys' entries indexed, where emptying the index made each of their next
+// reads a descent and an add.
 func (t *tree) deletePrefix(p []byte, it *iterator) {
 	t.hotOK = false
-	t.idx.Reset()
 	var (
 		kb          [inlineLen]byte
 		first, last item
@@ -336,8 +353,13 @@ func (t *tree) deletePrefix(p []byte, it *iterator) {
 	)
 	for more := it.Seek(t.probe(p)); more; more = it.Next() {
 		x := it.Item()
-		if !bytes.HasPrefix(keyOf(t.Slabs, x, kb[:]), p) {
+		k := keyOf(t.Slabs, x, kb[:])
+		if !bytes.HasPrefix(k, p) {
 			break
+		}
+		var pr entryidx.Probe
+		if t.idx.Len() > 0 && entryidx.Indexable(k, nil) && t.indexed(&pr, &x, k) {
+			t.idx.Remove(&pr)
 		}
 		if n == 0 {
 			first = x
@@ -374,13 +396,22 @@ func (t *tree) maybeCompact() {
 // old slab list; nothing they can see is in the new arena.
 func (t *tree) compact() {
 	t.hotOK = false
-	t.idx.Reset() // every region moves
 	src := t.Slabs
 	t.Arena = arena.NewFor(t.MaxSlab(), t.Used-t.garbage)
 	t.garbage, t.marks = 0, arena.Marks{}
+	var kb [inlineLen]byte
 	t.bt.WalkMut(func(items []item) bool {
 		for i := range items {
-			t.move(src, &items[i])
+			x := &items[i]
+			t.move(src, x)
+			// Every region moves: an indexed item's record follows it,
+			// so that the entries read before are still found without
+			// a descent (an emptied index made each of them a descent
+			// and an add again).
+			var pr entryidx.Probe
+			if k := keyOf(t.Slabs, *x, kb[:]); t.idx.Len() > 0 && entryidx.Indexable(k, nil) && t.indexed(&pr, x, k) {
+				pr.Rec().Ref = x.ref
+			}
 		}
 		return true
 	})
