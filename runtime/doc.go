@@ -85,7 +85,10 @@
 // user keys per key — read and written by the handle without encoding the
 // value, frozen by a snapshot and copied by key group (and map) on the
 // next write, encoded only by the snapshot's Scan and decoded by Restore
-// (table.go, table_value.go, table_map.go). Slices are copied in and out,
+// (table.go, table_value.go, table_map.go). An int64 or uint64 key (and a
+// defined type over one, whose generated codec says so: KeyWord) is not
+// even encoded: its hash, which picks its key group, is computed from its
+// value. Slices are copied in and out,
 // so that the table and its callers never share an array. The checkpoint
 // format, the rules of the Store contract and every answer of the handle
 // are those of the bytes: only where the entries live in between changes.
