@@ -63,7 +63,10 @@ type KeyCodec[T any] interface {
 // a big-endian number, binary.BigEndian.Uint64(AppendKey(nil, v)). A
 // handle of a table of Go values (TableHost) then hashes a key, and a map
 // table's user key, from its value, without writing its encoding: the
-// hash is the same, HashKey of the encoding, computed from the number.
+// hash is the same, HashKey of the encoding, computed from the number. A
+// word that were not the encoding would put keys in other key groups than
+// their bytes: binding a handle checks the codec on the zero value and
+// refuses one that disagrees (ErrInvalidState, naming it).
 type KeyWord[T any] interface {
 	KeyWord(v T) uint64
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"fmt"
 	"iter"
 )
@@ -53,9 +54,12 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	if err := ttl.Validate(spec.Name); err != nil {
 		return nil, err
 	}
+	kw, err := keyWordOf(spec.Name, "key", kc)
+	if err != nil {
+		return nil, err
+	}
 	spec.TTL = ttl.Duration
 	var st State
-	var err error
 	if host, ok := s.(TableHost); ok && typed != nil && !ttl.Enabled() {
 		st, err = host.HostTable(spec, typed)
 	} else {
@@ -71,9 +75,27 @@ func (h *handle[K, N]) bind(s Store, spec StateSpec, kc KeyCodec[K], nc KeyCodec
 	h.maxP = s.Config().MaxParallelism
 	h.groups = s.Config().KeyGroups
 	h.kc = kc
-	h.kw, _ = kc.(KeyWord[K])
 	h.nc = nc
+	h.kw = kw
 	return st, nil
+}
+
+// keyWordOf returns c as a KeyWord, if it is one, after checking it on the
+// zero value against the encoding: a word that is not the encoding would
+// send keys to other key groups than their bytes go to, so a codec whose
+// KeyWord disagrees with its AppendKey is refused, naming it.
+func keyWordOf[T any](state, role string, c KeyCodec[T]) (KeyWord[T], error) {
+	kw, ok := c.(KeyWord[T])
+	if !ok {
+		return nil, nil
+	}
+	var zero T
+	enc := c.AppendKey(nil, zero)
+	if w := kw.KeyWord(zero); len(enc) != 8 || binary.BigEndian.Uint64(enc) != w {
+		return nil, fmt.Errorf("%w: state %q: %s codec %T: KeyWord of the zero value is %#x, but its encoding is %x (KeyWord must be the 8-byte encoding read as a big-endian number)",
+			ErrInvalidState, state, role, c, w, enc)
+	}
+	return kw, nil
 }
 
 // tableKey returns the key group and HashKey of k, the key of a table of

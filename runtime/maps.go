@@ -139,6 +139,10 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 	if vc == nil {
 		return nil, nilCodecError(spec.Name, "value")
 	}
+	ukw, err := keyWordOf(spec.Name, "user key", ukc)
+	if err != nil {
+		return nil, err
+	}
 	h := new(mapHandle[K, N, UK, V])
 	var mk func(StateSpec, TableEnv) (Table, error)
 	if typed.mk != nil && kc != nil && spec.Kind == KindMap {
@@ -161,7 +165,7 @@ func bindMap[K, N, UK, V any](s Store, spec StateSpec, kc KeyCodec[K], nc KeyCod
 	h.st, h.ukc, h.vc = ms, ukc, vc
 	h.into, _ = vc.(IntoDecoder[V])
 	h.typed, _ = st.(typedMap[K, UK, V])
-	h.ukw, _ = ukc.(KeyWord[UK])
+	h.ukw = ukw
 	if h.upd, _ = ms.(MapUpdater); h.upd != nil {
 		h.updc.init(spec.Name, vc)
 	}

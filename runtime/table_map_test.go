@@ -464,3 +464,34 @@ func TestTypedSlicesMatchBytes(t *testing.T) {
 		t.Fatalf("slices of slices: %v, want ErrInvalidState naming []int64", err)
 	}
 }
+
+// badWord is Int64Codec with a KeyWord that forgets the sign bit: its
+// words are not its encodings.
+type badWord struct{ runtime.Int64Codec }
+
+func (badWord) KeyWord(v int64) uint64 { return uint64(v) }
+
+// TestKeyWordMustBeTheEncoding: a key or user key codec whose KeyWord is
+// not its encoding would hash keys into other key groups than their
+// bytes; binding refuses it, naming the state and the codec, and
+// registers nothing.
+func TestKeyWordMustBeTheEncoding(t *testing.T) {
+	s := newCow(t, runtime.StoreConfig{})
+	vd := runtime.ValueDescriptor[int64, string]{Name: "v", Key: badWord{}, Value: runtime.StringCodec{}, Typed: runtime.TypedValues[int64, string]()}
+	md := mapDesc(true)
+	md.UserKey = badWord{}
+	_, errV := runtime.NewValue(s, vd)
+	_, errM := runtime.NewMap(s, md)
+	for _, c := range []struct {
+		err          error
+		state, codec string
+	}{{errV, `"v"`, "key codec"}, {errM, `"maps"`, "user key codec"}} {
+		if !errors.Is(c.err, runtime.ErrInvalidState) || !strings.Contains(c.err.Error(), c.state) ||
+			!strings.Contains(c.err.Error(), c.codec+" runtime_test.badWord") {
+			t.Errorf("binding a %s whose KeyWord is not its encoding: %v; want ErrInvalidState naming state %s and the codec", c.codec, c.err, c.state)
+		}
+	}
+	if n := len(s.States()); n != 0 {
+		t.Errorf("the refused states left %d registered", n)
+	}
+}
