@@ -45,7 +45,7 @@ func TestHeadOrder(t *testing.T) {
 			for range n {
 				k := AppendInt64Key(nil, rng.Int64N(20))
 				if rng.IntN(10) == 0 {
-					k = k[:rng.IntN(8)] // shorter than a time: padded in the heap
+					k = k[:rng.IntN(8)] // shorter than a time
 				} else {
 					k = AppendInt64Key(k, int64(i))
 				}
@@ -61,11 +61,11 @@ func TestHeadOrder(t *testing.T) {
 		o.reset(heads, due)
 		var got [][]byte
 		for len(o.idx) > 0 {
-			hd := &heads[o.top()]
+			hd := &heads[o.idx[0]]
 			got = append(got, hd.q[0])
 			hd.q = hd.q[1:]
-			if due(o.top()) {
-				o.fixTop()
+			if due(o.idx[0]) {
+				o.down(0)
 			} else {
 				o.pop()
 			}

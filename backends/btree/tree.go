@@ -408,8 +408,11 @@ func (t *tree) compact() {
 			// so that the entries read before are still found without
 			// a descent (an emptied index made each of them a descent
 			// and an add again).
+			if t.idx.Len() == 0 {
+				continue
+			}
 			var pr entryidx.Probe
-			if k := keyOf(t.Slabs, *x, kb[:]); t.idx.Len() > 0 && entryidx.Indexable(k, nil) && t.indexed(&pr, x, k) {
+			if k := keyOf(t.Slabs, *x, kb[:]); entryidx.Indexable(k, nil) && t.indexed(&pr, x, k) {
 				pr.Rec().Ref = x.ref
 			}
 		}
