@@ -24,6 +24,42 @@ type trackedCore struct {
 	// tracker's (see Tracker.record).
 	log *changeLog
 	gen uint64
+	// table is the Table of the state that Tracker.HostTable had the
+	// store make, reporting its changes to the tracker; nil if none.
+	table runtime.Table
+}
+
+// adopt makes st the state under c and returns the state the tracker
+// gives out for it: st itself if it is the Table that Tracker.HostTable
+// made for c, which reports its changes to c, else its tracked state
+// (wrap) — also for a Table the store made for someone else (a state
+// registered on the store before it was put behind the tracker), whose
+// changes the tracker sees only at the byte level, through wrap.
+func (c *trackedCore) adopt(st runtime.State) runtime.State {
+	c.inner = st
+	if tb, ok := st.(runtime.Table); ok && c.table != nil && tb == c.table {
+		return st
+	}
+	return c.wrap(st)
+}
+
+// tableChanges records the changes a Table of state c reports
+// (runtime.TableChanges) as the tracked states record theirs.
+type tableChanges struct{ c *trackedCore }
+
+// Put implements runtime.TableChanges.
+func (tc tableChanges) Put(kg int, key, ns, uk, value []byte) {
+	tc.c.t.recordAt(tc.c, opPut, kg, key, ns, uk, value)
+}
+
+// Delete implements runtime.TableChanges.
+func (tc tableChanges) Delete(kg int, key, ns, uk []byte) {
+	tc.c.t.recordAt(tc.c, opDelete, kg, key, ns, uk, nil)
+}
+
+// Clear implements runtime.TableChanges.
+func (tc tableChanges) Clear(kg int, key, ns []byte) {
+	tc.c.t.recordAt(tc.c, opClear, kg, key, ns, nil, nil)
 }
 
 // wrap returns the tracked state of st's kind. It is a runtime.ValueUpdater

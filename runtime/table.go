@@ -78,6 +78,28 @@ type TableEnv struct {
 	// table (storekit.Edit).
 	Edit func(state string, walk func(fn func(uk, v []byte) bool) error, del func(uk []byte) error, put func(uk, v []byte) error,
 		fn func(uk, v []byte) (MapEdit, error)) error
+	// Changes, if set, is told of every change the table makes to its
+	// entries. The host leaves it nil; a Store that records changes for
+	// incremental checkpoints and hosts tables through its inner store
+	// (checkpoint.Tracker) sets it in the TableEnv it passes on to the
+	// table's maker.
+	Changes TableChanges
+}
+
+// TableChanges is told of every change a Table makes to its entries,
+// through its typed side or at the byte level, in the entries' encodings
+// and once the change is made: the changes of a state, applied in order
+// to its entries as they were, give its entries as they are. A keyed
+// table's namespace is empty. The slices are valid only during the call.
+type TableChanges interface {
+	// Put records that the value of (key, ns), or of user key uk of its
+	// map (uk non-nil), is value.
+	Put(kg int, key, ns, uk, value []byte)
+	// Delete records that user key uk of the map of (key, ns) has no
+	// entry.
+	Delete(kg int, key, ns, uk []byte)
+	// Clear records that (key, ns) has no value, or no map.
+	Clear(kg int, key, ns []byte)
 }
 
 // TableLease is a snapshot's side of a Freeze: what the table asks of the
@@ -224,6 +246,37 @@ type tableBase struct {
 	env   TableEnv
 	start int // the first owned key group: a table's groups[kg-start] is kg's
 	n     int // the number of owned key groups
+	// The encodings of a change for env.Changes (see noted).
+	ckey, cuk, cval []byte
+}
+
+// The changes of noted.
+const (
+	changePut    = iota // the value of (key, uk) is v
+	changeDelete        // user key uk of key's map has no entry
+	changeClear         // key has no value, or no map
+)
+
+// noted tells env.Changes, which must be set, of a change to key group kg:
+// change, of key (and user key uk, if ukc is set) and value v, given as Go
+// values and encoded here with kc, ukc and vc. Callers check env.Changes
+// first, so that a table no one records pays no call.
+func noted[K, UK, V any](b *tableBase, change, kg int, kc KeyCodec[K], key K, ukc KeyCodec[UK], uk UK, vc ValueCodec[V], v V) {
+	b.ckey = kc.AppendKey(b.ckey[:0], key)
+	var ukb []byte
+	if ukc != nil {
+		b.cuk = ukc.AppendKey(b.cuk[:0], uk)
+		ukb = b.cuk
+	}
+	switch change {
+	case changePut:
+		b.cval = vc.AppendValue(b.cval[:0], v)
+		b.env.Changes.Put(kg, b.ckey, nil, ukb, b.cval)
+	case changeDelete:
+		b.env.Changes.Delete(kg, b.ckey, nil, ukb)
+	default:
+		b.env.Changes.Clear(kg, b.ckey, nil)
+	}
 }
 
 func newTableBase(spec StateSpec, env TableEnv) tableBase {

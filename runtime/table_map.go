@@ -173,7 +173,20 @@ func (t *mapTable[K, UK, V]) tput(kg int, hash uint64, key K, uh uint64, uk UK, 
 		return err
 	}
 	g.writable(hash, key, true).m.put(uh, uk, v)
+	if t.env.Changes != nil {
+		t.noted(changePut, kg, key, uk, v)
+	}
 	return nil
+}
+
+// noted tells env.Changes, which must be set, of a change to (key, uk):
+// changePut of v, changeDelete, or changeClear of key's whole map.
+func (t *mapTable[K, UK, V]) noted(change, kg int, key K, uk UK, v V) {
+	ukc := t.uks.kc
+	if change == changeClear {
+		ukc = nil
+	}
+	noted(&t.tableBase, change, kg, t.keys.kc, key, ukc, uk, t.vc, v)
 }
 
 func (t *mapTable[K, UK, V]) tupdate(kg int, hash uint64, key K, uh uint64, uk UK, fn func(old V, found bool) V) error {
@@ -193,9 +206,12 @@ func (t *mapTable[K, UK, V]) tupdate(kg int, hash uint64, key K, uh uint64, uk U
 		// No snapshot holds the map, even one fn took: the slot read
 		// is the one to write, and fn wrote nothing that moved it.
 		u.m.slots[i].v = nv
-		return nil
+	} else {
+		g.writable(hash, key, true).m.put(uh, uk, nv)
 	}
-	g.writable(hash, key, true).m.put(uh, uk, nv)
+	if t.env.Changes != nil {
+		t.noted(changePut, kg, key, uk, nv)
+	}
 	return nil
 }
 
@@ -205,6 +221,10 @@ func (t *mapTable[K, UK, V]) tdelete(kg int, hash uint64, key K, uh uint64, uk U
 		return err
 	}
 	t.del(g, hash, key, uh, uk)
+	if t.env.Changes != nil {
+		var zero V
+		t.noted(changeDelete, kg, key, uk, zero)
+	}
 	return nil
 }
 
@@ -312,6 +332,9 @@ func (t *mapTable[K, UK, V]) Put(k Key, userKey, value []byte) error {
 		return err
 	}
 	g.writable(k.Hash(), key, true).m.put(uh, uk, v)
+	if t.env.Changes != nil {
+		t.noted(changePut, k.Group(), key, uk, v)
+	}
 	return nil
 }
 
@@ -322,6 +345,10 @@ func (t *mapTable[K, UK, V]) Delete(k Key, userKey []byte) error {
 		return err
 	}
 	t.del(g, k.Hash(), key, uh, uk)
+	if t.env.Changes != nil {
+		var zero V
+		t.noted(changeDelete, k.Group(), key, uk, zero)
+	}
 	return nil
 }
 
@@ -354,6 +381,9 @@ func (t *mapTable[K, UK, V]) Update(k Key, userKey []byte, fn func(old []byte, f
 		return err
 	}
 	g.writable(k.Hash(), key, true).m.put(uh, uk, v) // after fn, which may have taken a snapshot
+	if t.env.Changes != nil {
+		t.noted(changePut, k.Group(), key, uk, v)
+	}
 	return nil
 }
 
@@ -404,6 +434,11 @@ func (t *mapTable[K, UK, V]) Clear(k Key) error {
 	if g.get(k.Hash(), key) != nil {
 		g.own()
 		g.m.del(k.Hash(), key)
+	}
+	if t.env.Changes != nil {
+		var zero UK
+		var v V
+		t.noted(changeClear, k.Group(), key, zero, v)
 	}
 	return nil
 }

@@ -188,6 +188,9 @@ func (t *valueTable[K, V]) tput(kg int, hash uint64, key K, v V) error {
 	}
 	t.own(g)
 	t.store(g, hash, key, v)
+	if t.env.Changes != nil {
+		t.noted(changePut, kg, key, v)
+	}
 	return nil
 }
 
@@ -206,6 +209,9 @@ func (t *valueTable[K, V]) tupdate(kg int, hash uint64, key K, fn func(old V, fo
 	nv := callTyped(&t.tableBase, fn, old, found)
 	t.own(g)
 	t.store(g, hash, key, nv)
+	if t.env.Changes != nil {
+		t.noted(changePut, kg, key, nv)
+	}
 	return nil
 }
 
@@ -215,7 +221,17 @@ func (t *valueTable[K, V]) tdelete(kg int, hash uint64, key K) error {
 		return err
 	}
 	t.del(g, hash, key)
+	if t.env.Changes != nil {
+		var zero V
+		t.noted(changeClear, kg, key, zero)
+	}
 	return nil
+}
+
+// noted tells env.Changes, which must be set, of a change to key
+// (changePut of v, or changeClear).
+func (t *valueTable[K, V]) noted(change, kg int, key K, v V) {
+	noted[K, noNS, V](&t.tableBase, change, kg, t.keys.kc, key, nil, noNS{}, t.vc, v)
 }
 
 // del removes key from g, which it owns first, and gives its value to
@@ -257,6 +273,9 @@ func (t *valueTable[K, V]) Put(k Key, value []byte) error {
 	}
 	t.own(g)
 	g.m.put(k.Hash(), key, v)
+	if t.env.Changes != nil {
+		t.noted(changePut, k.Group(), key, v)
+	}
 	return nil
 }
 
@@ -286,6 +305,9 @@ func (t *valueTable[K, V]) Update(k Key, fn func(old []byte, found bool) ([]byte
 	}
 	t.own(g) // after fn, which may have taken a snapshot
 	g.m.put(k.Hash(), key, v)
+	if t.env.Changes != nil {
+		t.noted(changePut, k.Group(), key, v)
+	}
 	return nil
 }
 
@@ -302,6 +324,10 @@ func (t *valueTable[K, V]) Clear(k Key) error {
 		return err
 	}
 	t.del(g, k.Hash(), key)
+	if t.env.Changes != nil {
+		var zero V
+		t.noted(changeClear, k.Group(), key, zero)
+	}
 	return nil
 }
 

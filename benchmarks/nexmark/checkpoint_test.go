@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
 )
 
 // checkpointer takes checkpoints of a store while a query runs, as a job
@@ -29,8 +33,10 @@ type checkpointer struct {
 	id       uint64
 	pending  *checkpoint.AsyncSnapshot
 	prev     string // the last committed checkpoint
-	// completed counts the checkpoints committed.
-	completed int
+	// completed counts the checkpoints committed, deltas those of them
+	// written as changes over earlier ones (a Tracker's, unless the
+	// changes outweigh the full file, as the windows' often do).
+	completed, deltas int
 }
 
 // newCheckpointer returns a checkpointer of store into a new checkpoint
@@ -95,6 +101,9 @@ func (c *checkpointer) complete() error {
 	if err := checkpoint.Commit(c.ctx, c.dir, name, &checkpoint.Metadata{CheckpointID: c.id, Operators: []checkpoint.Operator{op}}); err != nil {
 		return err
 	}
+	if tr, ok := c.store.(*checkpoint.Tracker); ok {
+		tr.Completed(name) // the next checkpoint writes what changed since
+	}
 	if c.prev != "" {
 		if err := checkpoint.Delete(c.ctx, c.dir, c.prev); err != nil {
 			return err
@@ -102,6 +111,9 @@ func (c *checkpointer) complete() error {
 	}
 	c.prev = name
 	c.completed++
+	if res.Snapshot.File.Delta {
+		c.deltas++
+	}
 	return nil
 }
 
@@ -146,7 +158,45 @@ func TestCheckpointsWhileRunning(t *testing.T) {
 			if c.completed == 0 {
 				t.Error("no checkpoint completed")
 			}
-			t.Logf("%d checkpoints", c.completed)
+			// A last checkpoint, of the store as the run left it (over a
+			// chain of changes on cow-tracked), restores it exactly.
+			c.last = time.Time{}
+			if err := c.tick(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.finish(); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := store.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := storetest.Dump(snap)
+			snap.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := cow.New(cow.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fresh.Close()
+			if _, err := checkpoint.Restore(c.ctx, c.dir, c.prev, "nexmark", 0, 1, fresh, nil); err != nil {
+				t.Fatalf("restore %s: %v", c.prev, err)
+			}
+			rsnap, err := fresh.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored, err := storetest.Dump(rsnap)
+			rsnap.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(held, restored); d != "" {
+				t.Fatalf("the last checkpoint, %s, restores other entries than the store holds (-store +restored):\n%.4000s", c.prev, d)
+			}
+			t.Logf("%d checkpoints, %d of them changes", c.completed, c.deltas)
 		})
 	}
 }

@@ -120,14 +120,17 @@
 // # Verification
 //
 // TestQueriesMatchPlain runs every query, and all five in one pass over
-// one store, on cow, btree and pebble (100,000 events; 20,000 on pebble;
+// one store, on cow, btree, pebble and cow-tracked — cow behind a
+// checkpoint.Tracker, as a job with incremental checkpoints runs it
+// (100,000 events; 20,000 on pebble;
 // fewer under -race), sorts the rows of each and requires them equal to
 // plain Go's, row for row; requires every query to emit a non-trivial
 // number of rows; and requires the store empty at the end. TestDiffDetectsWrongRows proves the
 // comparison is not vacuous: a row dropped, duplicated or changed, and the
 // rows of another stream, are all caught. TestCheckpointsWhileRunning
 // checkpoints as often as the writes allow while the five run, with the
-// same rows. The benchmark checks its first pass of each case the same
+// same rows, and requires a last checkpoint to restore exactly what the
+// store holds. The benchmark checks its first pass of each case the same
 // way.
 //
 // # Running

@@ -11,6 +11,7 @@ import (
 	"github.com/stategen/stategen/backends/btree"
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/backends/pebble"
+	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
 )
 
@@ -25,11 +26,20 @@ type backend struct {
 }
 
 // backends are stategen's backends; pebble works on disk, as a job's
-// would.
+// would. cow-tracked is cow behind a checkpoint.Tracker, as a job with
+// incremental checkpoints runs it: the checkpointer then completes the
+// Tracker's checkpoints, so that each writes what changed since the last.
 var backends = []backend{
 	{"cow", func(string) (runtime.Store, error) { return cow.New(cow.Options{}) }},
 	{"btree", func(string) (runtime.Store, error) { return btree.New(btree.Options{}) }},
 	{"pebble", func(dir string) (runtime.Store, error) { return pebble.New(pebble.Options{Dir: dir}) }},
+	{"cow-tracked", func(string) (runtime.Store, error) {
+		s, err := cow.New(cow.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return checkpoint.Track(s, nil)
+	}},
 }
 
 var (
