@@ -198,30 +198,11 @@ func TestIncrementalChains(t *testing.T) {
 			deltas, longest := 0, 0
 			for i := 1; i <= 24; i++ {
 				incOps(t, rng, states, 10+rng.IntN(60))
-				snap, err := tr.Snapshot()
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := canonical(dump(t, snap))
-				ckpt := checkpoint.CheckpointName(uint64(i))
-				is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := snap.Release(); err != nil {
-					t.Fatal(err)
-				}
+				ckpt, want, is := checkpointOnce(t, tr, s, i)
 				if is.File.Delta {
 					deltas++
 				}
 				longest = max(longest, len(is.Base)+1)
-				op, err := checkpoint.NewOperator("op", is)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(i), Operators: []checkpoint.Operator{op}}); err != nil {
-					t.Fatal(err)
-				}
 				if rng.IntN(5) == 0 {
 					// Abandoned: the coordinator never completes it, and
 					// deletes it at once.
@@ -270,6 +251,35 @@ func TestIncrementalChains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkpointOnce takes a snapshot of tr and writes it as checkpoint i of
+// operator "op", one instance, into s, committed (not yet Completed): it
+// returns the checkpoint's name, the snapshot's contents and the
+// instance's file.
+func checkpointOnce(t *testing.T, tr *checkpoint.Tracker, s checkpoint.Storage, i int) (string, map[string]map[int][]rec, checkpoint.InstanceSnapshot) {
+	t.Helper()
+	snap, err := tr.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := canonical(dump(t, snap))
+	ckpt := checkpoint.CheckpointName(uint64(i))
+	is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+	op, err := checkpoint.NewOperator("op", is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(i), Operators: []checkpoint.Operator{op}}); err != nil {
+		t.Fatal(err)
+	}
+	return ckpt, want, is
 }
 
 // checkRestores reads checkpoint ckpt back at parallelisms 1 to 3 and

@@ -8,32 +8,8 @@ import (
 	"github.com/stategen/stategen/backends/cow"
 	"github.com/stategen/stategen/checkpoint"
 	"github.com/stategen/stategen/runtime"
+	"github.com/stategen/stategen/runtime/storetest"
 )
-
-// int64s is a value codec of []int64: a length, then varints.
-type int64s struct{}
-
-func (int64s) AppendValue(dst []byte, v []int64) []byte {
-	dst = runtime.AppendUvarint(dst, uint64(len(v)))
-	for _, x := range v {
-		dst = runtime.AppendVarint(dst, x)
-	}
-	return dst
-}
-
-func (int64s) DecodeValue(b []byte) ([]int64, []byte, error) {
-	n, b, err := runtime.DecodeLen(b)
-	if err != nil || n == 0 {
-		return nil, b, err
-	}
-	v := make([]int64, n)
-	for i := range v {
-		if v[i], b, err = runtime.DecodeVarint(b); err != nil {
-			return nil, nil, err
-		}
-	}
-	return v, b, nil
-}
 
 // typedStates are the states of TestIncrementalTypedTables, opened through
 // a Tracker with the descriptors' Typed set, as stategen generates them:
@@ -58,7 +34,7 @@ func openTypedStates(t *testing.T, tr *checkpoint.Tracker) *typedStates {
 		t.Fatal(err)
 	}
 	ts.lists, err = runtime.NewValue(tr, runtime.ValueDescriptor[int64, []int64]{
-		Name: "ts", Fingerprint: "f", Key: runtime.Int64Codec{}, Value: int64s{},
+		Name: "ts", Fingerprint: "f", Key: runtime.Int64Codec{}, Value: storetest.Int64sCodec{},
 		Typed: runtime.TypedSlices[int64, int64](),
 	})
 	if err != nil {
@@ -199,28 +175,9 @@ func TestIncrementalTypedTables(t *testing.T) {
 			deltas := 0
 			for i := 1; i <= 16; i++ {
 				typedOps(t, rng, ts, 10+rng.IntN(60))
-				snap, err := tr.Snapshot()
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := canonical(dump(t, snap))
-				ckpt := checkpoint.CheckpointName(uint64(i))
-				is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := snap.Release(); err != nil {
-					t.Fatal(err)
-				}
+				ckpt, want, is := checkpointOnce(t, tr, s, i)
 				if is.File.Delta {
 					deltas++
-				}
-				op, err := checkpoint.NewOperator("op", is)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(i), Operators: []checkpoint.Operator{op}}); err != nil {
-					t.Fatal(err)
 				}
 				if rng.IntN(5) != 0 { // else abandoned: the next changes reach back further
 					tr.Completed(ckpt)
@@ -283,28 +240,9 @@ func TestTrackerHostsTablesOnlyForItself(t *testing.T) {
 		if err := v.Put(put, fmt.Sprint("value ", put)); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := tr.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := canonical(dump(t, snap))
-		ckpt := checkpoint.CheckpointName(uint64(i + 1))
-		is, err := checkpoint.WriteInstance(ctx, s, ckpt, "instance-0.sgc", snap, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := snap.Release(); err != nil {
-			t.Fatal(err)
-		}
+		ckpt, want, is := checkpointOnce(t, tr, s, i+1)
 		if is.File.Delta != (i == 1) {
 			t.Fatalf("checkpoint %d: Delta %v", i+1, is.File.Delta)
-		}
-		op, err := checkpoint.NewOperator("op", is)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := checkpoint.Commit(ctx, s, ckpt, &checkpoint.Metadata{CheckpointID: uint64(i + 1), Operators: []checkpoint.Operator{op}}); err != nil {
-			t.Fatal(err)
 		}
 		tr.Completed(ckpt)
 		checkRestores(t, s, ckpt, want)

@@ -347,31 +347,6 @@ func TestTypedMapsRules(t *testing.T) {
 	}
 }
 
-// int64s is a value codec of []int64: a length, then varints.
-type int64s struct{}
-
-func (int64s) AppendValue(dst []byte, v []int64) []byte {
-	dst = runtime.AppendUvarint(dst, uint64(len(v)))
-	for _, x := range v {
-		dst = runtime.AppendVarint(dst, x)
-	}
-	return dst
-}
-
-func (int64s) DecodeValue(b []byte) ([]int64, []byte, error) {
-	n, b, err := runtime.DecodeLen(b)
-	if err != nil || n == 0 {
-		return nil, b, err
-	}
-	v := make([]int64, n)
-	for i := range v {
-		if v[i], b, err = runtime.DecodeVarint(b); err != nil {
-			return nil, nil, err
-		}
-	}
-	return v, b, nil
-}
-
 // TestTypedSlicesMatchBytes drives a typed Value of []int64 (TypedSlices)
 // and a byte one through the same random operations, with snapshots
 // scanned while the writes go on: every read answers alike, every
@@ -382,7 +357,7 @@ func TestTypedSlicesMatchBytes(t *testing.T) {
 	cfg := runtime.StoreConfig{MaxParallelism: 8}
 	ts, bs := newCow(t, cfg), newCow(t, cfg)
 	desc := func(typed bool) runtime.ValueDescriptor[int64, []int64] {
-		d := runtime.ValueDescriptor[int64, []int64]{Name: "slices", Key: runtime.Int64Codec{}, Value: int64s{}}
+		d := runtime.ValueDescriptor[int64, []int64]{Name: "slices", Key: runtime.Int64Codec{}, Value: storetest.Int64sCodec{}}
 		if typed {
 			d.Typed = runtime.TypedSlices[int64, int64]()
 		}

@@ -167,15 +167,6 @@ func TestCheckpointsWhileRunning(t *testing.T) {
 			if err := c.finish(); err != nil {
 				t.Fatal(err)
 			}
-			snap, err := store.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			held, err := storetest.Dump(snap)
-			snap.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
 			fresh, err := cow.New(cow.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -184,19 +175,25 @@ func TestCheckpointsWhileRunning(t *testing.T) {
 			if _, err := checkpoint.Restore(c.ctx, c.dir, c.prev, "nexmark", 0, 1, fresh, nil); err != nil {
 				t.Fatalf("restore %s: %v", c.prev, err)
 			}
-			rsnap, err := fresh.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			restored, err := storetest.Dump(rsnap)
-			rsnap.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(held, restored); d != "" {
+			if d := cmp.Diff(contents(t, store), contents(t, fresh)); d != "" {
 				t.Fatalf("the last checkpoint, %s, restores other entries than the store holds (-store +restored):\n%.4000s", c.prev, d)
 			}
 			t.Logf("%d checkpoints, %d of them changes", c.completed, c.deltas)
 		})
 	}
+}
+
+// contents returns what store holds (storetest.Dump of a snapshot).
+func contents(t *testing.T, store runtime.Store) storetest.Contents {
+	t.Helper()
+	snap, err := store.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	c, err := storetest.Dump(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
