@@ -78,8 +78,9 @@
 // entry.setValue do.
 //
 // A keyed value or (unsorted) map state may be kept as Go values rather
-// than bytes, where the store can host it (TableHost: backends/cow) and
-// its types allow it (TypedValues, TypedSlices and TypedMaps, which
+// than bytes, where the store can host it (TableHost: backends/cow, and a
+// checkpoint.Tracker over it, to which a table reports its changes:
+// TableEnv.Changes) and its types allow it (TypedValues, TypedSlices and TypedMaps, which
 // stategen sets in the descriptors it generates): a hash table of (hash,
 // key, value) slots per key group — for a map, of keys to a hash table of
 // user keys per key — read and written by the handle without encoding the
