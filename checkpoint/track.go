@@ -346,8 +346,11 @@ func (t *Tracker) Register(spec runtime.StateSpec) (runtime.State, error) {
 // for it is told to report its changes to the tracker
 // (runtime.TableEnv.Changes), which records them as it records those of
 // the states it wraps; the Table is returned as it is, for the handles to
-// use. On any other store, and for a state the store keeps otherwise, it
-// is Register.
+// use. On any other store it is Register; and a state the store keeps as
+// bytes, or a Table the store made without the tracker (a state registered
+// before the store was put behind it, whose changes would reach no one),
+// is given out wrapped, as Register gives out every state, and the handles
+// use it at the byte level.
 func (t *Tracker) HostTable(spec runtime.StateSpec, mk func(runtime.StateSpec, runtime.TableEnv) (runtime.Table, error)) (runtime.State, error) {
 	host, ok := t.inner.(runtime.TableHost)
 	if !ok {
