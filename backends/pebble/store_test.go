@@ -159,12 +159,7 @@ func diffContents(want, got storetest.Contents) string { return cmp.Diff(want, g
 
 func dump(t *testing.T, s srt.Store) storetest.Contents {
 	t.Helper()
-	snap, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Release()
-	c, err := storetest.Dump(snap)
+	c, err := storetest.DumpStore(s)
 	if err != nil {
 		t.Fatal(err)
 	}

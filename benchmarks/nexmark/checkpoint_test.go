@@ -186,12 +186,7 @@ func TestCheckpointsWhileRunning(t *testing.T) {
 // contents returns what store holds (storetest.Dump of a snapshot).
 func contents(t *testing.T, store runtime.Store) storetest.Contents {
 	t.Helper()
-	snap, err := store.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Release()
-	c, err := storetest.Dump(snap)
+	c, err := storetest.DumpStore(store)
 	if err != nil {
 		t.Fatal(err)
 	}

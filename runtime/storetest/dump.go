@@ -256,3 +256,13 @@ func Merge(parts ...Contents) Contents {
 	}
 	return out
 }
+
+// DumpStore is Dump of a snapshot of s, released before it returns.
+func DumpStore(s runtime.Store) (Contents, error) {
+	snap, err := s.Snapshot()
+	if err != nil {
+		return Contents{}, fmt.Errorf("dump: %w", err)
+	}
+	defer snap.Release()
+	return Dump(snap)
+}

@@ -391,12 +391,7 @@ func checkRestores(t *testing.T, s checkpoint.Storage, id coordinator.Checkpoint
 
 func dump(t *testing.T, s runtime.Store) storetest.Contents {
 	t.Helper()
-	snap, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Release()
-	c, err := storetest.Dump(snap)
+	c, err := storetest.DumpStore(s)
 	if err != nil {
 		t.Fatal(err)
 	}
